@@ -1,0 +1,64 @@
+/// @file Integrate: adaptive recursive quadrature of the cubic f(x) = x^3 + x over [0, n], as in
+/// the X10 work-stealing paper (Integrate(1536)). Irregular, fine-grained divide and conquer.
+#pragma once
+
+#include <apgas/apgas.hpp>
+
+#include <cmath>
+
+namespace apgas_apps {
+
+inline double integrate_f(double x) { return (x * x + 1.0) * x; }
+
+/// @brief The exact integral of f over [0, n]: n^4/4 + n^2/2.
+inline double integrate_exact(double n) { return n * n * n * n / 4.0 + n * n / 2.0; }
+
+inline constexpr double k_integrate_epsilon = 1.0e-9;
+
+[[gnu::noinline]] inline double integrate_seq_rec(double l, double fl, double r, double fr,
+                                                   double area) {
+  const double h = (r - l) * 0.5;
+  const double c = l + h;
+  const double fc = integrate_f(c);
+  const double hh = h * 0.5;
+  const double al = (fl + fc) * hh;
+  const double ar = (fr + fc) * hh;
+  const double alr = al + ar;
+  if (std::fabs(alr - area) < k_integrate_epsilon) return alr;
+  return integrate_seq_rec(c, fc, r, fr, ar) + integrate_seq_rec(l, fl, c, fc, al);
+}
+
+/// @brief Sequential reference.
+inline double integrate_seq(double n) {
+  return integrate_seq_rec(0.0, integrate_f(0.0), n, integrate_f(n), 0.0);
+}
+
+/// @brief Parallel recursion: one async per split; below `seq_depth` levels from the leaves is
+/// not known in advance, so the cutoff is an interval width: narrower intervals run sequentially
+/// (0 = one async per split).
+inline apgas::task<double> integrate_rec(double l, double fl, double r, double fr, double area,
+                                         double cutoff_width) {
+  if (r - l < cutoff_width) co_return integrate_seq_rec(l, fl, r, fr, area);
+  const double h = (r - l) * 0.5;
+  const double c = l + h;
+  const double fc = integrate_f(c);
+  const double hh = h * 0.5;
+  const double al = (fl + fc) * hh;
+  const double ar = (fr + fc) * hh;
+  const double alr = al + ar;
+  if (std::fabs(alr - area) < k_integrate_epsilon) co_return alr;
+  double right = 0;
+  double left = 0;
+  co_await apgas::finish([&]() -> apgas::task<> {
+    co_await apgas::async(integrate_rec(c, fc, r, fr, ar, cutoff_width), right);
+    left = co_await integrate_rec(l, fl, c, fc, al, cutoff_width);
+  });
+  co_return right + left;
+}
+
+/// @brief Parallel integral of f over [0, n].
+inline apgas::task<double> integrate(double n, double cutoff_width = 0.0) {
+  return integrate_rec(0.0, integrate_f(0.0), n, integrate_f(n), 0.0, cutoff_width);
+}
+
+} // namespace apgas_apps

@@ -1,0 +1,96 @@
+// The state every activity's coroutine frame carries (promise_base) and the state of a finish.
+//
+// Counting scheme (lazy, after Tardieu et al., PPoPP'12): a finish counts *strands*, not
+// activities. A strand is a chain of work that one worker runs in sequence: under work-first,
+// a child and its parent's continuation form one strand as long as nobody takes the
+// continuation, so a spawn whose continuation is not stolen costs no atomic operation. A
+// strand splits when its continuation is taken by someone else than the child that pushed it
+// (a thief, or the owner after the child suspended or ended elsewhere): whoever takes it adds
+// one to the count. Help-first children are counted when pushed. A finish body starts as one
+// strand. The finish completes when the count drops to zero; increments always happen before
+// the decrement that could otherwise reach zero (see worker::end_strand and worker::steal).
+#pragma once
+
+#include "apgas/detail/spin_lock.hpp"
+#include "apgas/options.hpp"
+
+#include <atomic>
+#include <coroutine>
+#include <cstdint>
+#include <exception>
+#include <vector>
+
+namespace apgas::detail {
+
+struct finish_state;
+
+/// @brief Fields shared by every apgas coroutine promise. Written by the thread that runs the
+/// frame; read by a thief only after it acquired the frame through the deque.
+struct promise_base {
+  enum class role : std::uint8_t {
+    call,   ///< awaited in sequence by its caller (`co_await t`)
+    strand, ///< an activity of its own: an async, a finish body, or the root
+  };
+
+  std::coroutine_handle<> m_self;        ///< this frame (set at creation)
+  finish_state* m_finish = nullptr;      ///< where asyncs started by this frame are counted
+  promise_base* m_parent = nullptr;      ///< work-first: the parent whose continuation was pushed
+  std::coroutine_handle<> m_caller;      ///< role::call: resumed when this frame finishes
+  role m_role = role::call;
+};
+
+/// @brief A deque item is a promise pointer; the low bit says whether the item is a
+/// continuation that may still be joined implicitly by the child that pushed it.
+using deque_item = std::uintptr_t;
+inline deque_item as_continuation(promise_base* p) noexcept {
+  return reinterpret_cast<deque_item>(p) | 1U;
+}
+inline deque_item as_independent(promise_base* p) noexcept {
+  return reinterpret_cast<deque_item>(p);
+}
+inline deque_item make_independent(deque_item item) noexcept { return item & ~deque_item{1}; }
+inline bool is_continuation(deque_item item) noexcept { return (item & 1U) != 0; }
+inline promise_base* promise_of(deque_item item) noexcept {
+  return reinterpret_cast<promise_base*>(item & ~deque_item{1});
+}
+
+/// @brief The state of one finish: a count of live strands, the continuation to resume when
+/// it reaches zero, and the exceptions gathered meanwhile.
+struct finish_state {
+  explicit finish_state(policy p) noexcept : m_policy(p) {}
+  finish_state(const finish_state&) = delete;
+  finish_state& operator=(const finish_state&) = delete;
+
+  /// Live strands. Starts at one for the body. 64-bit so that it can never wrap.
+  std::atomic<std::int64_t> m_count{1};
+  /// Resumed by whoever takes m_count to zero; null for a root finish (then m_done is set).
+  std::coroutine_handle<> m_waiter;
+  /// Root finish only: set (release) when complete; a non-worker thread waits on it.
+  std::atomic<bool> m_done{false};
+  policy m_policy;
+  spin_lock m_exceptions_lock; ///< guards m_exceptions
+  std::vector<std::exception_ptr> m_exceptions;
+
+  /// @brief Ends one strand; true if it was the last (the caller then completes the finish).
+  bool release_strand() noexcept {
+    // Fast path: a count of one seen by a strand that is ending means it is the last one.
+    // Every increment of the count is made by a live strand of this finish (a thief or owner
+    // taking one of its continuations, a help-first push, a remote spawn), and each such
+    // increment is ordered before the ending strand's load through that strand's own history
+    // (the steal lock, or program order), so a one here cannot be stale. acquire: see the
+    // writes of the strands that ended before us.
+    if (m_count.load(std::memory_order_acquire) == 1) return true;
+    // acq_rel: release our strand's writes to whoever completes the finish; acquire the
+    // others' if we are the one who completes it.
+    return m_count.fetch_sub(1, std::memory_order_acq_rel) == 1;
+  }
+
+  /// @brief Records an exception that escaped an activity of this finish. Any thread.
+  void add_exception(std::exception_ptr e) noexcept;
+  /// @brief Called once, by whoever took the count to zero: what to run next.
+  std::coroutine_handle<> on_complete() noexcept;
+  /// @brief Throws multiple_exceptions if any were gathered (called by the waiter).
+  void rethrow_if_failed();
+};
+
+} // namespace apgas::detail

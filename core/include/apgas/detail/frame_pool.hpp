@@ -1,0 +1,84 @@
+// Coroutine frames come from per-thread size-class free lists instead of one malloc per task.
+// A frame freed on another thread than the one that allocated it (a stolen continuation that
+// completes elsewhere) goes to the freeing thread's list; each list is capped so that memory
+// drifting between threads stays bounded.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <new>
+
+namespace apgas::detail {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// Under sanitizers, plain operator new so that use-after-free and races on frames are seen.
+inline constexpr bool k_frame_pool_enabled = false;
+#else
+inline constexpr bool k_frame_pool_enabled = true;
+#endif
+
+/// @brief Per-thread cache of coroutine frames, by 64-byte size class.
+/// Thread-safety: each thread uses only its own instance (thread_local).
+class frame_pool {
+public:
+  static constexpr std::size_t k_granule = 64;
+  static constexpr std::size_t k_classes = 16;        // frames up to 1 KiB are pooled
+  static constexpr std::uint32_t k_max_cached = 4096; // per class and thread
+
+  frame_pool() = default;
+  frame_pool(const frame_pool&) = delete;
+  frame_pool& operator=(const frame_pool&) = delete;
+  ~frame_pool();
+
+  void* allocate(std::size_t bytes) {
+    const std::size_t c = class_of(bytes);
+    if (c < k_classes) {
+      if (free_block* b = m_heads[c]) {
+        m_heads[c] = b->next;
+        --m_counts[c];
+        return b;
+      }
+      return ::operator new((c + 1) * k_granule);
+    }
+    return ::operator new(bytes);
+  }
+
+  void deallocate(void* p, std::size_t bytes) noexcept {
+    const std::size_t c = class_of(bytes);
+    if (c < k_classes && m_counts[c] < k_max_cached) {
+      auto* b = static_cast<free_block*>(p);
+      b->next = m_heads[c];
+      m_heads[c] = b;
+      ++m_counts[c];
+      return;
+    }
+    ::operator delete(p);
+  }
+
+  /// @brief The calling thread's pool.
+  static frame_pool& local() noexcept {
+    thread_local frame_pool pool;
+    return pool;
+  }
+
+private:
+  struct free_block {
+    free_block* next;
+  };
+  static std::size_t class_of(std::size_t bytes) noexcept { return (bytes - 1) / k_granule; }
+
+  free_block* m_heads[k_classes] = {};
+  std::uint32_t m_counts[k_classes] = {};
+};
+
+inline void* allocate_frame(std::size_t bytes) {
+  if constexpr (k_frame_pool_enabled) return frame_pool::local().allocate(bytes);
+  else return ::operator new(bytes);
+}
+
+inline void deallocate_frame(void* p, std::size_t bytes) noexcept {
+  if constexpr (k_frame_pool_enabled) frame_pool::local().deallocate(p, bytes);
+  else ::operator delete(p);
+}
+
+} // namespace apgas::detail

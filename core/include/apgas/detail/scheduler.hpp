@@ -1,0 +1,66 @@
+// The worker pool of one place: worker threads, their deques, the injection queue through
+// which non-worker threads (the main thread, later the message handler) hand in work, and the
+// idle gate where workers park.
+#pragma once
+
+#include "apgas/detail/activity.hpp"
+#include "apgas/detail/idle_gate.hpp"
+#include "apgas/detail/worker.hpp"
+#include "apgas/options.hpp"
+
+#include <atomic>
+#include <coroutine>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace apgas::detail {
+
+/// @brief Worker pool of one place. Thread-safety: run_root and inject from any thread; the
+/// rest is used by workers.
+class scheduler {
+public:
+  explicit scheduler(const options& opts);
+  scheduler(const scheduler&) = delete;
+  scheduler& operator=(const scheduler&) = delete;
+  /// Stops the workers (see stop()).
+  ~scheduler();
+
+  /// @brief Stops and joins the workers (idempotent). Call only when no activity is running.
+  void stop();
+
+  /// @brief Runs `root` as the root activity of a new finish and blocks the calling (non-worker)
+  /// thread until it and everything it started have ended.
+  /// @throws multiple_exceptions if activities failed.
+  void run_root(promise_base& root);
+
+  /// @brief Hands an item to the place from any thread; an idle worker picks it up.
+  void inject(deque_item item);
+
+  unsigned worker_count() const noexcept { return static_cast<unsigned>(m_workers.size()); }
+  const options& opts() const noexcept { return m_options; }
+  /// @brief Each worker's counters. pre: stop() was called (they are read without locks).
+  std::vector<worker_counters> counters() const;
+
+private:
+  void worker_main(unsigned index);
+  deque_item find_work(worker& self);
+  deque_item take_injected();
+  bool work_visible() const;
+
+  options m_options;
+  idle_gate m_gate;
+  std::vector<std::unique_ptr<worker>> m_workers;
+  std::vector<std::thread> m_threads;
+
+  std::mutex m_inject_mutex;                 ///< guards m_injected
+  std::deque<deque_item> m_injected;
+  std::atomic<std::size_t> m_injected_count{0}; ///< lock-free "anything injected?" hint
+
+  std::atomic<bool> m_stop{false};
+  std::vector<std::unique_ptr<finish_state>> m_root_finishes; ///< kept until destruction
+};
+
+} // namespace apgas::detail

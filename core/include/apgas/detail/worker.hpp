@@ -1,0 +1,107 @@
+// One worker thread of a place: its deque, its counters, and the hot paths of spawning an
+// activity and ending a strand (inline, because they run once per async).
+#pragma once
+
+#include "apgas/detail/activity.hpp"
+#include "apgas/detail/deque.hpp"
+#include "apgas/detail/idle_gate.hpp"
+#include "apgas/detail/spin_lock.hpp"
+
+#include <coroutine>
+#include <cstdint>
+
+namespace apgas::detail {
+
+class scheduler;
+
+/// @brief Per-worker event counters. Written only by the owning worker; read after it stopped
+/// (or racily, as a progress hint, through relaxed loads of the copies the owner publishes).
+struct worker_counters {
+  std::uint64_t spawns = 0;         ///< asyncs started
+  std::uint64_t steal_attempts = 0; ///< victims probed
+  std::uint64_t steals = 0;         ///< items taken from another worker
+  std::uint64_t parks = 0;          ///< times the worker went to sleep
+  std::uint64_t injected = 0;       ///< items taken from the place's injection queue
+};
+
+/// @brief A worker: one thread, one deque.
+class worker {
+public:
+  worker(scheduler& sched, unsigned index, idle_gate& gate) noexcept
+      : m_sched(&sched), m_gate(&gate), m_index(index), m_rng(0x9E3779B97F4A7C15ULL * (index + 1)) {}
+
+  /// @brief Owner only: makes an item stealable, waking a sleeper if the deque was empty.
+  void push(deque_item item) {
+    if (m_deque.push(item)) m_gate->notify_one();
+  }
+
+  /// @brief Owner only: the end of a strand that did not join its parent implicitly.
+  /// `next` is what the owner popped (0 if nothing); returns what to resume.
+  std::coroutine_handle<> end_strand(finish_state* f, deque_item next,
+                                     bool was_work_first_child) noexcept;
+
+  /// @brief Thief side: try to take one item from this worker. Counts a stolen continuation
+  /// as a new strand before anyone can observe the steal.
+  deque_item steal_from() noexcept;
+
+  scheduler& sched() const noexcept { return *m_sched; }
+  unsigned index() const noexcept { return m_index; }
+  std::uint64_t next_random() noexcept { // xorshift64*, owner only
+    m_rng ^= m_rng >> 12;
+    m_rng ^= m_rng << 25;
+    m_rng ^= m_rng >> 27;
+    return m_rng * 0x2545F4914F6CDD1DULL;
+  }
+
+  ws_deque m_deque;             ///< owner pushes/pops, thieves steal
+  spin_lock m_steal_lock;       ///< held by a thief from its take until the take is counted
+  worker_counters m_counters;   ///< owner writes
+
+private:
+  scheduler* m_sched;
+  idle_gate* m_gate;
+  unsigned m_index;
+  std::uint64_t m_rng;
+};
+
+/// @brief The worker running on this thread, or null on a non-worker thread.
+inline thread_local worker* t_worker = nullptr;
+
+/// @brief The default policy of new finishes (set by the runtime before workers start).
+inline policy g_default_policy = policy::work_first;
+
+/// @brief Starts `child` as an activity of the parent's current finish. Returns the frame to
+/// run now (the child under work-first, the parent under help-first).
+inline std::coroutine_handle<> spawn(promise_base& parent, promise_base& child) {
+  finish_state* f = parent.m_finish;
+  child.m_finish = f;
+  child.m_role = promise_base::role::strand;
+  worker& w = *t_worker;
+  ++w.m_counters.spawns;
+  if (f->m_policy == policy::work_first) {
+    child.m_parent = &parent;
+    w.push(as_continuation(&parent));
+    return child.m_self;
+  }
+  // relaxed: the parent is a live strand of f, so the count cannot reach zero concurrently;
+  // the deque push (release) orders this increment before the child's decrement.
+  f->m_count.fetch_add(1, std::memory_order_relaxed);
+  child.m_parent = nullptr;
+  w.push(as_independent(&child));
+  return parent.m_self;
+}
+
+/// @brief The end of an activity's frame (role::strand). Destroys the frame, then either joins
+/// the parent implicitly (its continuation is still at the bottom of our deque) or ends the
+/// strand. Returns what this worker runs next.
+inline std::coroutine_handle<> finish_strand(promise_base& p) noexcept {
+  finish_state* f = p.m_finish;
+  promise_base* parent = p.m_parent;
+  worker& w = *t_worker;
+  p.m_self.destroy();
+  const deque_item next = w.m_deque.pop();
+  if (parent != nullptr && next == as_continuation(parent)) return parent->m_self;
+  return w.end_strand(f, next, parent != nullptr);
+}
+
+} // namespace apgas::detail

@@ -1,0 +1,35 @@
+/// @file The runtime's knobs: one table, each knob a command-line flag and an APGAS_* variable.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace apgas {
+
+/// @brief How `async` schedules: work-first pushes the parent's continuation and runs the
+/// child at once (continuation stealing, Cilk-like); help-first pushes the child and goes on
+/// with the parent (child stealing).
+enum class policy : std::uint8_t { work_first, help_first };
+
+std::string_view to_string(policy p) noexcept;
+
+/// @brief Runtime settings. Defaults, then APGAS_* environment variables, then flags win.
+struct options {
+  unsigned threads = 0;                ///< workers per place; 0 = one per PU of the cpuset
+  policy default_policy = policy::work_first;
+  bool stats = false;                  ///< print per-worker counters at exit
+  bool pin_workers = true;             ///< bind worker i to the i-th PU of the cpuset
+  unsigned spin_rounds = 64;           ///< steal rounds an idle worker tries before parking
+
+  /// @brief Reads APGAS_* variables, then consumes the runtime's flags from argv (argc and
+  /// argv are rewritten so that only the program's own arguments remain).
+  /// @throws usage_error on a malformed value.
+  static options from_env_and_args(int& argc, char** argv);
+  /// @brief Reads APGAS_* variables only.
+  static options from_env();
+  /// @brief One line a knob: flag, variable, default, meaning (for --help texts).
+  static std::string help_text();
+};
+
+} // namespace apgas

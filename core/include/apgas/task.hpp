@@ -1,0 +1,173 @@
+/// @file task<T>: the coroutine type of every activity.
+///
+/// A task is lazy: it runs when awaited (`co_await t`, a sequential call that may itself spawn
+/// activities), when spawned (`co_await async(t)`), as a finish body, or as the root of
+/// runtime::run. Frames come from per-worker pools.
+#pragma once
+
+#include "apgas/detail/activity.hpp"
+#include "apgas/detail/frame_pool.hpp"
+#include "apgas/detail/worker.hpp"
+
+#include <coroutine>
+#include <exception>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+namespace apgas {
+
+template <class T = void>
+class task;
+
+namespace detail {
+
+template <class P>
+concept apgas_promise = std::is_base_of_v<promise_base, P>;
+
+/// @brief Checked where a task is awaited: only apgas coroutines may await apgas tasks.
+template <class P>
+constexpr void require_apgas_caller() {
+  static_assert(apgas_promise<P>,
+                "apgas: tasks, async and finish can only be co_awaited inside an apgas::task "
+                "coroutine (the awaiting coroutine must return apgas::task<...>)");
+}
+
+struct final_awaiter {
+  bool await_ready() const noexcept { return false; }
+  template <class P>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
+    promise_base& p = h.promise();
+    if (p.m_role == promise_base::role::call) return p.m_caller;
+    return finish_strand(p);
+  }
+  void await_resume() const noexcept {}
+};
+
+template <class T>
+struct promise;
+
+/// @brief co_await t: runs t in sequence inside the caller's activity.
+template <class T>
+struct call_awaiter {
+  std::coroutine_handle<promise<T>> m_callee;
+  bool await_ready() const noexcept { return false; }
+  template <class P>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) noexcept {
+    require_apgas_caller<P>();
+    auto& p = m_callee.promise();
+    p.m_finish = caller.promise().m_finish;
+    p.m_role = promise_base::role::call;
+    p.m_caller = caller;
+    return m_callee;
+  }
+  T await_resume() { return m_callee.promise().take_value(); }
+};
+
+/// @brief Parts of the promise that do not depend on T.
+struct promise_common : promise_base {
+  static void* operator new(std::size_t bytes) { return allocate_frame(bytes); }
+  static void operator delete(void* p, std::size_t bytes) noexcept { deallocate_frame(p, bytes); }
+
+  std::suspend_always initial_suspend() const noexcept { return {}; }
+  final_awaiter final_suspend() const noexcept { return {}; }
+  void unhandled_exception() noexcept {
+    if (m_role == role::strand) m_finish->add_exception(std::current_exception());
+    else m_exception = std::current_exception();
+  }
+  void rethrow_if_failed() {
+    if (m_exception) std::rethrow_exception(std::exchange(m_exception, nullptr));
+  }
+
+  std::exception_ptr m_exception; ///< role::call only
+};
+
+template <class T>
+struct promise final : promise_common {
+  task<T> get_return_object() noexcept;
+  template <class U>
+    requires std::is_convertible_v<U&&, T>
+  void return_value(U&& v) {
+    if (m_out != nullptr) *m_out = std::forward<U>(v);
+    else m_value.emplace(std::forward<U>(v));
+  }
+  T take_value() {
+    rethrow_if_failed();
+    return std::move(*m_value);
+  }
+  std::optional<T> m_value;
+  T* m_out = nullptr; ///< async with a result slot, or the root: the value goes there
+};
+
+template <>
+struct promise<void> final : promise_common {
+  task<void> get_return_object() noexcept;
+  void return_void() const noexcept {}
+  void take_value() { rethrow_if_failed(); }
+};
+
+} // namespace detail
+
+/// @brief A lazily started coroutine that is an apgas activity (or part of one).
+/// Thread-safety: a task object is owned by one activity; its frame may run on any worker.
+template <class T>
+class [[nodiscard]] task {
+public:
+  using promise_type = detail::promise<T>;
+  using value_type = T;
+  using handle_type = std::coroutine_handle<promise_type>;
+
+  task() noexcept = default;
+  explicit task(handle_type h) noexcept : m_handle(h) {}
+  task(task&& other) noexcept : m_handle(std::exchange(other.m_handle, nullptr)) {}
+  task& operator=(task&& other) noexcept {
+    if (this != &other) {
+      reset();
+      m_handle = std::exchange(other.m_handle, nullptr);
+    }
+    return *this;
+  }
+  task(const task&) = delete;
+  task& operator=(const task&) = delete;
+  ~task() { reset(); }
+
+  /// @brief True if the task holds a coroutine that has not been handed over.
+  bool valid() const noexcept { return static_cast<bool>(m_handle); }
+
+  /// @brief Runs the task in sequence, inside the caller's activity: asyncs it starts are
+  /// governed by the caller's finish (a sequential call to a parallel function).
+  detail::call_awaiter<T> operator co_await() && noexcept { return {m_handle}; }
+
+  /// @brief Hands the frame over (to the scheduler, which destroys it when it ends).
+  handle_type release() noexcept { return std::exchange(m_handle, nullptr); }
+
+private:
+  void reset() noexcept {
+    if (m_handle) m_handle.destroy();
+    m_handle = nullptr;
+  }
+  handle_type m_handle = nullptr;
+};
+
+namespace detail {
+template <class T>
+task<T> promise<T>::get_return_object() noexcept {
+  auto h = std::coroutine_handle<promise<T>>::from_promise(*this);
+  m_self = h;
+  return task<T>(h);
+}
+inline task<void> promise<void>::get_return_object() noexcept {
+  auto h = std::coroutine_handle<promise<void>>::from_promise(*this);
+  m_self = h;
+  return task<void>(h);
+}
+
+template <class X>
+struct is_task : std::false_type {};
+template <class T>
+struct is_task<task<T>> : std::true_type {};
+template <class X>
+inline constexpr bool is_task_v = is_task<std::remove_cvref_t<X>>::value;
+} // namespace detail
+
+} // namespace apgas

@@ -1,0 +1,55 @@
+// Out-of-line parts of finish: completion, and gathering exceptions.
+#include "apgas/detail/activity.hpp"
+#include "apgas/exceptions.hpp"
+
+#include <fmt/format.h>
+
+#include <mutex>
+
+namespace apgas {
+
+namespace {
+std::string describe(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "a non-standard exception";
+  }
+}
+} // namespace
+
+multiple_exceptions::multiple_exceptions(std::vector<std::exception_ptr> errors)
+    : m_errors(std::move(errors)) {
+  m_what = fmt::format("{} activit{} failed", m_errors.size(), m_errors.size() == 1 ? "y" : "ies");
+  if (!m_errors.empty()) m_what += fmt::format("; first: {}", describe(m_errors.front()));
+}
+
+namespace detail {
+
+void finish_state::add_exception(std::exception_ptr e) noexcept {
+  std::lock_guard guard(m_exceptions_lock);
+  try {
+    m_exceptions.push_back(std::move(e));
+  } catch (...) {
+    // Out of memory while recording a failure: losing the error silently would be worse.
+    std::terminate();
+  }
+}
+
+std::coroutine_handle<> finish_state::on_complete() noexcept {
+  if (m_waiter) return m_waiter;
+  // release: the waiter reads m_exceptions (and the activities' results) after acquiring.
+  m_done.store(true, std::memory_order_release);
+  m_done.notify_all();
+  return std::noop_coroutine();
+}
+
+void finish_state::rethrow_if_failed() {
+  // No lock needed: every activity has ended (their decrements released to our acquire).
+  if (!m_exceptions.empty()) throw multiple_exceptions(std::move(m_exceptions));
+}
+
+} // namespace detail
+} // namespace apgas

@@ -1,0 +1,62 @@
+// Runtime start-up and shutdown for one place.
+#include "apgas/runtime.hpp"
+
+#include "apgas/detail/topology.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstdio>
+#include <stdexcept>
+
+namespace apgas {
+
+namespace {
+// The one live runtime. acq_rel on the exchange: a runtime created after another was
+// destroyed sees that destruction complete.
+std::atomic<runtime*> g_current{nullptr};
+} // namespace
+
+runtime::runtime(int& argc, char** argv) : runtime(options::from_env_and_args(argc, argv)) {}
+
+runtime::runtime(const options& opts) {
+  runtime* expected = nullptr;
+  if (!g_current.compare_exchange_strong(expected, this, std::memory_order_acq_rel))
+    throw std::logic_error("apgas: a runtime already exists in this process");
+  detail::g_default_policy = opts.default_policy; // before any worker starts
+  m_sched = std::make_unique<detail::scheduler>(opts);
+}
+
+runtime::~runtime() {
+  m_sched->stop();
+  if (m_sched->opts().stats) print_stats();
+  m_sched.reset();
+  g_current.store(nullptr, std::memory_order_release);
+}
+
+runtime* runtime::current() noexcept { return g_current.load(std::memory_order_acquire); }
+
+void runtime::print_stats() const {
+  const auto per_worker = m_sched->counters();
+  std::string out = fmt::format("apgas statistics: place 0, {} worker(s), policy {}, {}\n",
+                                per_worker.size(), to_string(opts().default_policy),
+                                detail::topology::instance().describe());
+  out += fmt::format("{:>8} {:>14} {:>14} {:>12} {:>8} {:>9}\n", "worker", "spawns",
+                     "steal-tries", "steals", "parks", "injected");
+  detail::worker_counters total;
+  for (std::size_t i = 0; i < per_worker.size(); ++i) {
+    const auto& c = per_worker[i];
+    out += fmt::format("{:>8} {:>14} {:>14} {:>12} {:>8} {:>9}\n", i, c.spawns, c.steal_attempts,
+                       c.steals, c.parks, c.injected);
+    total.spawns += c.spawns;
+    total.steal_attempts += c.steal_attempts;
+    total.steals += c.steals;
+    total.parks += c.parks;
+    total.injected += c.injected;
+  }
+  out += fmt::format("{:>8} {:>14} {:>14} {:>12} {:>8} {:>9}\n", "total", total.spawns,
+                     total.steal_attempts, total.steals, total.parks, total.injected);
+  std::fputs(out.c_str(), stderr);
+}
+
+} // namespace apgas

@@ -1,0 +1,175 @@
+// The worker loop: run what you have, steal when you have nothing, park when stealing fails.
+#include "apgas/detail/scheduler.hpp"
+
+#include "apgas/detail/topology.hpp"
+
+#include <cassert>
+
+namespace apgas::detail {
+
+// ---- worker: the slow paths of the strand protocol ------------------------------------------
+
+std::coroutine_handle<> worker::end_strand(finish_state* f, deque_item next,
+                                           bool was_work_first_child) noexcept {
+  if (next != 0 && is_continuation(next)) {
+    // We took a continuation that its child will not join: it now runs as a strand of its
+    // own. relaxed: sequenced before our release-decrement below, which orders it before any
+    // decrement of that finish that could follow from ours.
+    promise_of(next)->m_finish->m_count.fetch_add(1, std::memory_order_relaxed);
+  } else if (next == 0 && was_work_first_child) {
+    // Our parent's continuation was stolen. The thief counts it while holding our steal lock;
+    // passing through the lock makes sure that increment precedes our decrement.
+    m_steal_lock.lock();
+    m_steal_lock.unlock();
+  }
+  if (f->release_strand()) {
+    if (next != 0) push(make_independent(next)); // already counted: no implicit join any more
+    return f->on_complete();
+  }
+  if (next != 0) return promise_of(next)->m_self;
+  return std::noop_coroutine();
+}
+
+deque_item worker::steal_from() noexcept {
+  if (!m_steal_lock.try_lock()) return 0;
+  const deque_item item = m_deque.steal();
+  if (item != 0 && is_continuation(item)) {
+    // A stolen continuation is a new strand of its finish. relaxed: the victim's strand keeps
+    // the count above zero until it passes through our lock (see end_strand).
+    promise_of(item)->m_finish->m_count.fetch_add(1, std::memory_order_relaxed);
+  }
+  m_steal_lock.unlock();
+  return item;
+}
+
+// ---- scheduler ------------------------------------------------------------------------------
+
+scheduler::scheduler(const options& opts) : m_options(opts) {
+  unsigned n = m_options.threads != 0 ? m_options.threads : topology::instance().pu_count();
+  if (n == 0) n = 1;
+  m_options.threads = n;
+  m_workers.reserve(n);
+  for (unsigned i = 0; i < n; ++i) m_workers.push_back(std::make_unique<worker>(*this, i, m_gate));
+  m_threads.reserve(n);
+  for (unsigned i = 0; i < n; ++i) m_threads.emplace_back([this, i] { worker_main(i); });
+}
+
+scheduler::~scheduler() { stop(); }
+
+void scheduler::stop() {
+  if (m_threads.empty()) return;
+  // release: workers that see the flag see everything before it; the gate wakes parked ones.
+  m_stop.store(true, std::memory_order_release);
+  m_gate.notify_all();
+  for (auto& t : m_threads) t.join();
+  m_threads.clear();
+}
+
+void scheduler::run_root(promise_base& root) {
+  auto state = std::make_unique<finish_state>(m_options.default_policy);
+  finish_state& f = *state;
+  m_root_finishes.push_back(std::move(state));
+  root.m_finish = &f;
+  root.m_role = promise_base::role::strand;
+  root.m_parent = nullptr;
+  inject(as_independent(&root));
+  // The calling thread is not a worker: it may block. acquire: pairs with on_complete().
+  f.m_done.wait(false, std::memory_order_acquire);
+  f.rethrow_if_failed();
+}
+
+void scheduler::inject(deque_item item) {
+  {
+    std::lock_guard guard(m_inject_mutex);
+    m_injected.push_back(item);
+    // relaxed: a hint read without the lock; the mutex orders the queue itself.
+    m_injected_count.fetch_add(1, std::memory_order_relaxed);
+  }
+  m_gate.notify_one();
+}
+
+deque_item scheduler::take_injected() {
+  // relaxed: a stale zero only delays pick-up until the next round (the injector also wakes
+  // a parked worker, whose re-check takes the lock).
+  if (m_injected_count.load(std::memory_order_relaxed) == 0) return 0;
+  std::lock_guard guard(m_inject_mutex);
+  if (m_injected.empty()) return 0;
+  const deque_item item = m_injected.front();
+  m_injected.pop_front();
+  m_injected_count.fetch_sub(1, std::memory_order_relaxed);
+  return item;
+}
+
+bool scheduler::work_visible() const {
+  // seq_cst (through the gate protocol): see idle_gate.hpp. The lock-free hints suffice
+  // because the publisher fenced before reading the sleeper count.
+  if (m_injected_count.load(std::memory_order_seq_cst) != 0) return true;
+  for (const auto& w : m_workers)
+    if (!w->m_deque.looks_empty()) return true;
+  return false;
+}
+
+deque_item scheduler::find_work(worker& self) {
+  if (deque_item item = take_injected()) {
+    ++self.m_counters.injected;
+    return item;
+  }
+  const auto n = static_cast<unsigned>(m_workers.size());
+  if (n < 2) return 0;
+  // One round: probe every other worker once, starting at a random one.
+  const auto start = static_cast<unsigned>(self.next_random() % n);
+  for (unsigned k = 0; k < n; ++k) {
+    const unsigned v = (start + k) % n;
+    if (v == self.index()) continue;
+    ++self.m_counters.steal_attempts;
+    worker& victim = *m_workers[v];
+    if (deque_item item = victim.steal_from()) {
+      ++self.m_counters.steals;
+      // More work where this came from: let another sleeper join (wake-up chain).
+      if (!victim.m_deque.looks_empty()) m_gate.notify_one();
+      return item;
+    }
+  }
+  return 0;
+}
+
+void scheduler::worker_main(unsigned index) {
+  worker& self = *m_workers[index];
+  t_worker = &self;
+  if (m_options.pin_workers) topology::instance().bind_this_thread(index);
+  unsigned idle_rounds = 0;
+  // acquire: pairs with the destructor's release.
+  while (!m_stop.load(std::memory_order_acquire)) {
+    if (deque_item item = find_work(self)) {
+      idle_rounds = 0;
+      promise_of(item)->m_self.resume();
+      // Every strand this worker ran ended or suspended with its deque drained.
+      assert(self.m_deque.looks_empty());
+      continue;
+    }
+    if (++idle_rounds < m_options.spin_rounds) {
+      for (int i = 0; i < 32; ++i) cpu_relax();
+      if (idle_rounds > m_options.spin_rounds / 2) std::this_thread::yield();
+      continue;
+    }
+    const std::uint32_t epoch = m_gate.prepare_park();
+    if (m_stop.load(std::memory_order_seq_cst) || work_visible()) {
+      m_gate.cancel_park();
+      idle_rounds = 0;
+      continue;
+    }
+    ++self.m_counters.parks;
+    m_gate.park(epoch);
+    idle_rounds = 0;
+  }
+  t_worker = nullptr;
+}
+
+std::vector<worker_counters> scheduler::counters() const {
+  std::vector<worker_counters> out;
+  out.reserve(m_workers.size());
+  for (const auto& w : m_workers) out.push_back(w->m_counters);
+  return out;
+}
+
+} // namespace apgas::detail
