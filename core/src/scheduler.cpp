@@ -136,6 +136,7 @@ deque_item scheduler::find_work(worker& self) {
 void scheduler::worker_main(unsigned index) {
   worker& self = *m_workers[index];
   t_worker = &self;
+  self.set_stack_base(__builtin_frame_address(0));
   if (m_options.pin_workers) topology::instance().bind_this_thread(index);
   unsigned idle_rounds = 0;
   // acquire: pairs with the destructor's release.
@@ -143,6 +144,7 @@ void scheduler::worker_main(unsigned index) {
     if (deque_item item = find_work(self)) {
       idle_rounds = 0;
       promise_of(item)->m_self.resume();
+      while (auto bounced = self.take_bounced()) bounced.resume();
       // Every strand this worker ran ended or suspended with its deque drained.
       assert(self.m_deque.looks_empty());
       continue;

@@ -63,7 +63,7 @@ public:
     b.m_finish = &m_state;
     b.m_role = promise_base::role::strand;
     b.m_parent = nullptr;
-    return h;
+    return t_worker->transfer(h);
   }
   void await_resume() { m_state.rethrow_if_failed(); }
 

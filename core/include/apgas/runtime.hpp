@@ -46,6 +46,8 @@ public:
 
   /// @brief Worker threads of this place.
   unsigned threads() const noexcept { return m_sched->worker_count(); }
+  /// @brief Workers parked (or about to park) right now: a hint, for tests and monitoring.
+  unsigned parked_workers() const noexcept { return m_sched->parked_workers(); }
   /// @brief The options in force (threads resolved).
   const options& opts() const noexcept { return m_sched->opts(); }
   /// @brief The runtime of this process, or null.

@@ -38,7 +38,7 @@ struct final_awaiter {
   template <class P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
     promise_base& p = h.promise();
-    if (p.m_role == promise_base::role::call) return p.m_caller;
+    if (p.m_role == promise_base::role::call) return t_worker->transfer(p.m_caller);
     return finish_strand(p);
   }
   void await_resume() const noexcept {}
@@ -59,7 +59,7 @@ struct call_awaiter {
     p.m_finish = caller.promise().m_finish;
     p.m_role = promise_base::role::call;
     p.m_caller = caller;
-    return m_callee;
+    return t_worker->transfer(m_callee);
   }
   T await_resume() { return m_callee.promise().take_value(); }
 };

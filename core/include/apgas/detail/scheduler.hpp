@@ -41,6 +41,7 @@ public:
 
   unsigned worker_count() const noexcept { return static_cast<unsigned>(m_workers.size()); }
   const options& opts() const noexcept { return m_options; }
+  unsigned parked_workers() const noexcept { return m_gate.sleepers(); }
   /// @brief Each worker's counters. pre: stop() was called (they are read without locks).
   std::vector<worker_counters> counters() const;
 

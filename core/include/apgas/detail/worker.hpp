@@ -8,7 +8,9 @@
 #include "apgas/detail/spin_lock.hpp"
 
 #include <coroutine>
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 
 namespace apgas::detail {
 
@@ -53,6 +55,25 @@ public:
     return m_rng * 0x2545F4914F6CDD1DULL;
   }
 
+  /// @brief Owner only: hands `next` over by symmetric transfer, unless this thread's native
+  /// stack is already deep, in which case `next` bounces through the worker loop.
+  ///
+  /// Why: with optimisation, GCC compiles a symmetric transfer as a tail call and the native
+  /// stack does not grow; at -O0/-O1 and under sanitizers it is a plain call, and a long chain
+  /// of asyncs would overflow the stack. The check costs a compare when transfers are tail calls.
+  std::coroutine_handle<> transfer(std::coroutine_handle<> next) noexcept {
+    const auto* here = static_cast<const char*>(__builtin_frame_address(0));
+    if (m_stack_base - here < k_max_transfer_stack) return next;
+    m_bounced = next;
+    return std::noop_coroutine();
+  }
+  /// @brief Owner only: the frame to resume after the current resume() returns, if any.
+  std::coroutine_handle<> take_bounced() noexcept { return std::exchange(m_bounced, nullptr); }
+  /// @brief Owner only: records the stack depth of the worker loop (see transfer()).
+  void set_stack_base(const void* base) noexcept { m_stack_base = static_cast<const char*>(base); }
+
+  static constexpr std::ptrdiff_t k_max_transfer_stack = 256 * 1024;
+
   ws_deque m_deque;             ///< owner pushes/pops, thieves steal
   spin_lock m_steal_lock;       ///< held by a thief from its take until the take is counted
   worker_counters m_counters;   ///< owner writes
@@ -62,6 +83,8 @@ private:
   idle_gate* m_gate;
   unsigned m_index;
   std::uint64_t m_rng;
+  const char* m_stack_base = nullptr;     ///< owner only
+  std::coroutine_handle<> m_bounced;      ///< owner only
 };
 
 /// @brief The worker running on this thread, or null on a non-worker thread.
@@ -81,14 +104,14 @@ inline std::coroutine_handle<> spawn(promise_base& parent, promise_base& child) 
   if (f->m_policy == policy::work_first) {
     child.m_parent = &parent;
     w.push(as_continuation(&parent));
-    return child.m_self;
+    return w.transfer(child.m_self);
   }
   // relaxed: the parent is a live strand of f, so the count cannot reach zero concurrently;
   // the deque push (release) orders this increment before the child's decrement.
   f->m_count.fetch_add(1, std::memory_order_relaxed);
   child.m_parent = nullptr;
   w.push(as_independent(&child));
-  return parent.m_self;
+  return w.transfer(parent.m_self); // resuming ourselves nests too when not a tail call
 }
 
 /// @brief The end of an activity's frame (role::strand). Destroys the frame, then either joins
@@ -100,8 +123,8 @@ inline std::coroutine_handle<> finish_strand(promise_base& p) noexcept {
   worker& w = *t_worker;
   p.m_self.destroy();
   const deque_item next = w.m_deque.pop();
-  if (parent != nullptr && next == as_continuation(parent)) return parent->m_self;
-  return w.end_strand(f, next, parent != nullptr);
+  if (parent != nullptr && next == as_continuation(parent)) return w.transfer(parent->m_self);
+  return w.transfer(w.end_strand(f, next, parent != nullptr));
 }
 
 } // namespace apgas::detail

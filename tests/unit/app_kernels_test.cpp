@@ -1,0 +1,47 @@
+// The application kernels agree with their sequential versions under both policies.
+#include "test_support.hpp"
+
+#include <apgas_apps/fib.hpp>
+#include <apgas_apps/integrate.hpp>
+#include <apgas_apps/nqueens.hpp>
+#include <apgas_apps/quicksort.hpp>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+namespace {
+
+class app_kernels : public apgas_test::runtime_test {};
+
+TEST_P(app_kernels, fib_matches_sequential_with_and_without_cutoff) {
+  EXPECT_EQ(rt().run(apgas_apps::fib(20)), apgas_apps::fib_seq(20));
+  EXPECT_EQ(rt().run(apgas_apps::fib(24, 12)), apgas_apps::fib_seq(24));
+}
+
+TEST_P(app_kernels, integrate_matches_sequential_and_the_exact_integral) {
+  const double par = rt().run(apgas_apps::integrate(64.0));
+  EXPECT_DOUBLE_EQ(par, apgas_apps::integrate_seq(64.0));
+  EXPECT_NEAR(par, apgas_apps::integrate_exact(64.0), 1e-9 * apgas_apps::integrate_exact(64.0));
+}
+
+TEST_P(app_kernels, nqueens_matches_the_known_counts) {
+  for (int n = 1; n <= 9; ++n) EXPECT_EQ(rt().run(apgas_apps::nqueens(n, n)), apgas_apps::nqueens_known(n));
+  EXPECT_EQ(rt().run(apgas_apps::nqueens(10, 3)), apgas_apps::nqueens_known(10));
+}
+
+TEST_P(app_kernels, quicksort_sorts) {
+  for (std::size_t n : {0UL, 1UL, 2UL, 3UL, 17UL, 1000UL, 50000UL}) {
+    std::vector<int> v(n);
+    std::mt19937 g(static_cast<unsigned>(n));
+    for (int& x : v) x = static_cast<int>(g() % 1000); // many duplicates on purpose
+    std::vector<int> want = v;
+    std::sort(want.begin(), want.end());
+    rt().run(apgas_apps::quicksort(v.data(), v.size()));
+    EXPECT_EQ(v, want) << "n=" << n;
+  }
+}
+
+APGAS_INSTANTIATE_CONFIGS(app_kernels);
+
+} // namespace
