@@ -71,7 +71,7 @@ task<> node(std::uint64_t seed, int depth, std::atomic<long>& count, std::atomic
 class random_trees : public apgas_test::runtime_test {};
 
 TEST_P(random_trees, count_every_node_exactly_once) {
-  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+  for (std::uint64_t seed = 1; seed <= 60 / apgas_test::k_sanitizer_slowdown; ++seed) {
     constexpr int k_depth = 12;
     std::atomic<long> count{0};
     std::atomic<int> errors{0};

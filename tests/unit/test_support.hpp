@@ -10,6 +10,14 @@
 
 namespace apgas_test {
 
+/// Sanitized builds run every spawn 5-20x slower: they use smaller problem sizes (divide by
+/// this), keeping every code path.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+inline constexpr int k_sanitizer_slowdown = 4;
+#else
+inline constexpr int k_sanitizer_slowdown = 1;
+#endif
+
 /// (policy, threads): 1 worker checks the sequential paths, 2 and 4 the stealing ones (4
 /// oversubscribes this 2-core machine on purpose).
 using config = std::tuple<apgas::policy, unsigned>;

@@ -15,6 +15,13 @@ inline double integrate_exact(double n) { return n * n * n * n / 4.0 + n * n / 2
 
 inline constexpr double k_integrate_epsilon = 1.0e-9;
 
+/// @brief Stop splitting when the two halves agree with the whole within epsilon, or when the
+/// interval can no longer be split in floating point (for large n the fixed epsilon falls
+/// below the rounding error of the areas, and the midpoint lands on an end).
+inline bool converged(double l, double c, double r, double halves, double whole) {
+  return std::fabs(halves - whole) < k_integrate_epsilon || !(l < c && c < r);
+}
+
 [[gnu::noinline]] inline double integrate_seq_rec(double l, double fl, double r, double fr,
                                                    double area) {
   const double h = (r - l) * 0.5;
@@ -24,7 +31,7 @@ inline constexpr double k_integrate_epsilon = 1.0e-9;
   const double al = (fl + fc) * hh;
   const double ar = (fr + fc) * hh;
   const double alr = al + ar;
-  if (std::fabs(alr - area) < k_integrate_epsilon) return alr;
+  if (converged(l, c, r, alr, area)) return alr;
   return integrate_seq_rec(c, fc, r, fr, ar) + integrate_seq_rec(l, fl, c, fc, al);
 }
 
@@ -46,7 +53,7 @@ inline apgas::task<double> integrate_rec(double l, double fl, double r, double f
   const double al = (fl + fc) * hh;
   const double ar = (fr + fc) * hh;
   const double alr = al + ar;
-  if (std::fabs(alr - area) < k_integrate_epsilon) co_return alr;
+  if (converged(l, c, r, alr, area)) co_return alr;
   double right = 0;
   double left = 0;
   co_await apgas::finish([&]() -> apgas::task<> {

@@ -1,0 +1,10 @@
+# Runs ${APP} ${ARGS}; fails unless the exit code is ${EXIT} and stdout+stderr match ${REGEX}.
+string(REPLACE "|" ";" args "${ARGS}")
+execute_process(COMMAND ${APP} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}${err}")
+if(NOT rc STREQUAL "${EXIT}")
+  message(FATAL_ERROR "exit code ${rc}, expected ${EXIT}")
+endif()
+if(NOT "${out}${err}" MATCHES "${REGEX}")
+  message(FATAL_ERROR "output does not match '${REGEX}'")
+endif()
