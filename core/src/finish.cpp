@@ -31,7 +31,8 @@ namespace detail {
 void finish_state::add_exception(std::exception_ptr e) noexcept {
   std::lock_guard guard(m_exceptions_lock);
   try {
-    m_exceptions.push_back(std::move(e));
+    if (!m_exceptions) m_exceptions = std::make_unique<std::vector<std::exception_ptr>>();
+    m_exceptions->push_back(std::move(e));
   } catch (...) {
     // Out of memory while recording a failure: losing the error silently would be worse.
     std::terminate();
@@ -48,7 +49,11 @@ std::coroutine_handle<> finish_state::on_complete() noexcept {
 
 void finish_state::rethrow_if_failed() {
   // No lock needed: every activity has ended (their decrements released to our acquire).
-  if (!m_exceptions.empty()) throw multiple_exceptions(std::move(m_exceptions));
+  if (m_exceptions) {
+    auto errors = std::move(*m_exceptions);
+    m_exceptions.reset();
+    throw multiple_exceptions(std::move(errors));
+  }
 }
 
 } // namespace detail

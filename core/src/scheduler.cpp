@@ -101,11 +101,11 @@ deque_item scheduler::take_injected() {
 }
 
 bool scheduler::work_visible() const {
-  // seq_cst (through the gate protocol): see idle_gate.hpp. The lock-free hints suffice
-  // because the publisher fenced before reading the sleeper count.
+  // seq_cst loads: the re-check half of the Dekker pattern in idle_gate.hpp (a publisher
+  // fences between publishing and reading the sleeper and searcher counts).
   if (m_injected_count.load(std::memory_order_seq_cst) != 0) return true;
   for (const auto& w : m_workers)
-    if (!w->m_deque.looks_empty()) return true;
+    if (!w->m_deque.looks_empty_seq_cst()) return true;
   return false;
 }
 
@@ -125,8 +125,6 @@ deque_item scheduler::find_work(worker& self) {
     worker& victim = *m_workers[v];
     if (deque_item item = victim.steal_from()) {
       ++self.m_counters.steals;
-      // More work where this came from: let another sleeper join (wake-up chain).
-      if (!victim.m_deque.looks_empty()) m_gate.notify_one();
       return item;
     }
   }
@@ -136,17 +134,19 @@ deque_item scheduler::find_work(worker& self) {
 void scheduler::worker_main(unsigned index) {
   worker& self = *m_workers[index];
   t_worker = &self;
+  t_frame_pool = &self.m_frames;
   self.set_stack_base(__builtin_frame_address(0));
   if (m_options.pin_workers) topology::instance().bind_this_thread(index);
+  m_gate.begin_search();
   unsigned idle_rounds = 0;
-  // acquire: pairs with the destructor's release.
+  // acquire: pairs with stop()'s release.
   while (!m_stop.load(std::memory_order_acquire)) {
     if (deque_item item = find_work(self)) {
+      // The last searcher hands the search over before it gets busy (see idle_gate.hpp).
+      if (m_gate.end_search()) m_gate.wake_one();
+      run_item(self, item);
+      m_gate.begin_search();
       idle_rounds = 0;
-      promise_of(item)->m_self.resume();
-      while (auto bounced = self.take_bounced()) bounced.resume();
-      // Every strand this worker ran ended or suspended with its deque drained.
-      assert(self.m_deque.looks_empty());
       continue;
     }
     if (++idle_rounds < m_options.spin_rounds) {
@@ -154,17 +154,27 @@ void scheduler::worker_main(unsigned index) {
       if (idle_rounds > m_options.spin_rounds / 2) std::this_thread::yield();
       continue;
     }
+    idle_rounds = 0;
+    m_gate.end_search();
     const std::uint32_t epoch = m_gate.prepare_park();
     if (m_stop.load(std::memory_order_seq_cst) || work_visible()) {
       m_gate.cancel_park();
-      idle_rounds = 0;
-      continue;
+    } else {
+      ++self.m_counters.parks;
+      m_gate.park(epoch);
     }
-    ++self.m_counters.parks;
-    m_gate.park(epoch);
-    idle_rounds = 0;
+    m_gate.begin_search();
   }
+  m_gate.end_search();
+  t_frame_pool = nullptr;
   t_worker = nullptr;
+}
+
+void scheduler::run_item(worker& self, deque_item item) {
+  promise_of(item)->m_self.resume();
+  while (auto bounced = self.take_bounced()) bounced.resume();
+  // Every strand this worker ran ended or suspended with its deque drained.
+  assert(self.m_deque.looks_empty());
 }
 
 std::vector<worker_counters> scheduler::counters() const {

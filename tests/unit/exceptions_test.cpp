@@ -110,6 +110,22 @@ TEST_P(exceptions, escaping_the_root_are_thrown_by_run) {
   EXPECT_EQ(rt().run([]() -> task<int> { co_return 3; }), 3);
 }
 
+TEST_P(exceptions, of_finish_all_tasks_are_gathered_after_all_of_them_ended) {
+  std::atomic<bool> slow_done{false};
+  bool slow_done_when_caught = false;
+  std::size_t caught = 0;
+  rt().run([&]() -> task<> {
+    try {
+      co_await apgas::finish_all(fail(1), slow_then_set(slow_done, 500), fail(2));
+    } catch (const apgas::multiple_exceptions& e) {
+      caught = e.exceptions().size();
+      slow_done_when_caught = slow_done.load();
+    }
+  });
+  EXPECT_EQ(caught, 2U);
+  EXPECT_TRUE(slow_done_when_caught);
+}
+
 APGAS_INSTANTIATE_CONFIGS(exceptions);
 
 } // namespace

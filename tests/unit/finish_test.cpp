@@ -2,6 +2,7 @@
 #include "test_support.hpp"
 
 #include <atomic>
+#include <string>
 #include <vector>
 
 using apgas::async;
@@ -183,6 +184,27 @@ TEST_P(finish_semantics, run_waits_for_asyncs_that_escape_the_root) {
     for (int i = 0; i < 100; ++i) co_await async(bump(counter));
   });
   EXPECT_EQ(counter.load(), 100);
+}
+
+task<long> fib_all(int n) {
+  if (n < 2) co_return n;
+  auto [a, b] = co_await apgas::finish_all(fib_all(n - 1), fib_all(n - 2));
+  co_return a + b;
+}
+
+TEST_P(finish_semantics, finish_all_returns_every_result) {
+  EXPECT_EQ(rt().run(fib_all(22)), 17711);
+  auto three = [&]() -> task<> {
+    std::atomic<int> hits{0};
+    auto [x, nothing, y] = co_await apgas::finish_all(
+        []() -> task<int> { co_return 1; }(), spawn_and_return(hits, 30),
+        []() -> task<std::string> { co_return "two"; }());
+    EXPECT_EQ(x, 1);
+    EXPECT_EQ(y, "two");
+    (void)nothing;
+    EXPECT_EQ(hits.load(), 30); // escaping asyncs of a finish_all task are waited for too
+  };
+  rt().run(three);
 }
 
 APGAS_INSTANTIATE_CONFIGS(finish_semantics);

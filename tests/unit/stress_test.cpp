@@ -18,7 +18,7 @@ std::uint64_t mix(std::uint64_t x) { // splitmix64
   return x ^ (x >> 31);
 }
 
-enum class shape { escaping_asyncs, finish_of_asyncs, sequential_calls };
+enum class shape { escaping_asyncs, finish_of_asyncs, sequential_calls, finish_all_pairs };
 
 struct node_plan {
   int children;
@@ -27,7 +27,7 @@ struct node_plan {
 
 node_plan plan(std::uint64_t seed) {
   const std::uint64_t r = mix(seed);
-  return {static_cast<int>(r % 5), static_cast<shape>((r >> 8) % 3)};
+  return {static_cast<int>(r % 5), static_cast<shape>((r >> 8) % 4)};
 }
 
 std::uint64_t child_seed(std::uint64_t seed, int i) { return mix(seed ^ (0x1000U + i)); }
@@ -64,6 +64,16 @@ task<> node(std::uint64_t seed, int depth, std::atomic<long>& count, std::atomic
   case shape::sequential_calls:
     for (int i = 0; i < p.children; ++i)
       co_await node(child_seed(seed, i), depth - 1, count, errors);
+    break;
+  case shape::finish_all_pairs: // children in pairs (and a lone last one) through finish_all
+    for (int i = 0; i < p.children; i += 2) {
+      if (i + 1 < p.children) {
+        co_await apgas::finish_all(node(child_seed(seed, i), depth - 1, count, errors),
+                                   node(child_seed(seed, i + 1), depth - 1, count, errors));
+      } else {
+        co_await apgas::finish_all(node(child_seed(seed, i), depth - 1, count, errors));
+      }
+    }
     break;
   }
 }

@@ -54,12 +54,8 @@ inline apgas::task<double> integrate_rec(double l, double fl, double r, double f
   const double ar = (fr + fc) * hh;
   const double alr = al + ar;
   if (converged(l, c, r, alr, area)) co_return alr;
-  double right = 0;
-  double left = 0;
-  co_await apgas::finish([&]() -> apgas::task<> {
-    co_await apgas::async(integrate_rec(c, fc, r, fr, ar, cutoff_width), right);
-    left = co_await integrate_rec(l, fl, c, fc, al, cutoff_width);
-  });
+  auto [right, left] = co_await apgas::finish_all(integrate_rec(c, fc, r, fr, ar, cutoff_width),
+                                                   integrate_rec(l, fl, c, fc, al, cutoff_width));
   co_return right + left;
 }
 

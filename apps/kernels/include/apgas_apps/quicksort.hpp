@@ -50,10 +50,7 @@ apgas::task<> quicksort(T* a, std::size_t n, std::size_t cutoff = 1) {
     co_return;
   }
   const std::size_t p = quicksort_partition(a, n);
-  co_await apgas::finish([&]() -> apgas::task<> {
-    co_await apgas::async(quicksort(a, p, cutoff));
-    co_await quicksort(a + p, n - p, cutoff);
-  });
+  co_await apgas::finish_all(quicksort(a, p, cutoff), quicksort(a + p, n - p, cutoff));
 }
 
 } // namespace apgas_apps

@@ -9,6 +9,12 @@
 // one to the count. Help-first children are counted when pushed. A finish body starts as one
 // strand. The finish completes when the count drops to zero; increments always happen before
 // the decrement that could otherwise reach zero (see worker::end_strand and worker::steal).
+//
+// Why an ending child can trust what it pops: in a work-first finish every item pushed is a
+// continuation, in a help-first finish every item pushed is already counted, and a nested
+// finish consumes all of its items before its waiter goes on. So a child's parent
+// continuation is either at the bottom of its worker's deque or was taken (and counted), and
+// thieves take the oldest items first.
 #pragma once
 
 #include "apgas/detail/spin_lock.hpp"
@@ -18,6 +24,7 @@
 #include <coroutine>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <vector>
 
 namespace apgas::detail {
@@ -69,7 +76,9 @@ struct finish_state {
   std::atomic<bool> m_done{false};
   policy m_policy;
   spin_lock m_exceptions_lock; ///< guards m_exceptions
-  std::vector<std::exception_ptr> m_exceptions;
+  /// Exceptions gathered; allocated on the first one, so that a finish that does not fail
+  /// costs one null pointer.
+  std::unique_ptr<std::vector<std::exception_ptr>> m_exceptions;
 
   /// @brief Ends one strand; true if it was the last (the caller then completes the finish).
   bool release_strand() noexcept {

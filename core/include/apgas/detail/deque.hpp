@@ -91,11 +91,15 @@ public:
     return m_bottom.load(std::memory_order_relaxed) - m_top.load(std::memory_order_relaxed);
   }
 
-  /// @brief Approximate emptiness test usable by any thread (a hint for idle workers).
+  /// @brief Approximate emptiness test usable by any thread (a hint).
   bool looks_empty() const {
-    // acquire on both: a worker about to park must see a push that happened before the
-    // pusher's fence (see worker parking protocol).
+    // acquire: a hint only, but one that sees pushes published before it.
     return m_bottom.load(std::memory_order_acquire) <= m_top.load(std::memory_order_acquire);
+  }
+  /// @brief Emptiness test for a worker about to park: seq_cst loads, so that a push followed
+  /// by the pusher's seq_cst fence is seen (see idle_gate.hpp).
+  bool looks_empty_seq_cst() const {
+    return m_bottom.load(std::memory_order_seq_cst) <= m_top.load(std::memory_order_seq_cst);
   }
 
 private:

@@ -17,8 +17,8 @@ inline constexpr bool k_frame_pool_enabled = false;
 inline constexpr bool k_frame_pool_enabled = true;
 #endif
 
-/// @brief Per-thread cache of coroutine frames, by 64-byte size class.
-/// Thread-safety: each thread uses only its own instance (thread_local).
+/// @brief Per-worker cache of coroutine frames, by 64-byte size class.
+/// Thread-safety: used only by the worker thread that owns it.
 class frame_pool {
 public:
   static constexpr std::size_t k_granule = 64;
@@ -55,11 +55,6 @@ public:
     ::operator delete(p);
   }
 
-  /// @brief The calling thread's pool.
-  static frame_pool& local() noexcept {
-    thread_local frame_pool pool;
-    return pool;
-  }
 
 private:
   struct free_block {
@@ -71,14 +66,25 @@ private:
   std::uint32_t m_counts[k_classes] = {};
 };
 
+/// @brief The pool of the worker running on this thread; null on other threads, which use
+/// plain operator new/delete. A pointer with constant initialisation: no TLS guard on access.
+inline thread_local constinit frame_pool* t_frame_pool = nullptr;
+
 inline void* allocate_frame(std::size_t bytes) {
-  if constexpr (k_frame_pool_enabled) return frame_pool::local().allocate(bytes);
-  else return ::operator new(bytes);
+  if constexpr (k_frame_pool_enabled) {
+    if (frame_pool* pool = t_frame_pool) return pool->allocate(bytes);
+  }
+  return ::operator new(bytes);
 }
 
 inline void deallocate_frame(void* p, std::size_t bytes) noexcept {
-  if constexpr (k_frame_pool_enabled) frame_pool::local().deallocate(p, bytes);
-  else ::operator delete(p);
+  if constexpr (k_frame_pool_enabled) {
+    if (frame_pool* pool = t_frame_pool) {
+      pool->deallocate(p, bytes);
+      return;
+    }
+  }
+  ::operator delete(p);
 }
 
 } // namespace apgas::detail

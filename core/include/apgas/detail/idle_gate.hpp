@@ -2,6 +2,11 @@
 // while parks on an epoch word (futex through std::atomic::wait); whoever makes work
 // available where nobody may see it bumps the epoch and wakes one sleeper.
 //
+// To keep wake-ups (system calls) rare, a publisher wakes nobody while some worker is
+// *searching* (awake and looking for work): that worker will find the work. A searcher that
+// finds work and was the last one searching wakes a sleeper to take over the search, so work
+// published later is still seen (the "one thief awake" rule).
+//
 // No lost wake-up (Dekker pattern, both sides seq_cst):
 //   sleeper: e = epoch; sleepers++; if (work visible) { sleepers--; retry } else wait(epoch, e)
 //   waker:   publish work; fence; if (sleepers > 0) { epoch++; notify_one }
@@ -17,17 +22,35 @@ namespace apgas::detail {
 /// @brief Parking lot of one place's workers. Thread-safety: any thread.
 class idle_gate {
 public:
-  /// @brief Called after work was published (deque push to an empty deque, injected task).
+  /// @brief Called after work was published (deque push to an empty deque, injected task):
+  /// wakes a sleeper unless a searcher will see the work.
   void notify_one() noexcept {
-    // seq_cst fence: orders the caller's publication before the read of m_sleepers.
+    // seq_cst fence: orders the caller's publication before the reads below (Dekker with a
+    // searcher that stops searching, and with a sleeper, whose re-checks are seq_cst).
     std::atomic_thread_fence(std::memory_order_seq_cst);
     // relaxed: the fence above provides the ordering.
-    if (m_sleepers.load(std::memory_order_relaxed) > 0) {
+    if (m_searching.load(std::memory_order_relaxed) > 0) return;
+    wake_one();
+  }
+  /// @brief Wakes one sleeper if there is any.
+  void wake_one() noexcept {
+    if (m_sleepers.load(std::memory_order_seq_cst) > 0) {
       // seq_cst: part of the Dekker pattern described above.
       m_epoch.fetch_add(1, std::memory_order_seq_cst);
       m_epoch.notify_one();
     }
   }
+  /// @brief A worker starts looking for work.
+  void begin_search() noexcept {
+    // seq_cst: read by publishers after their fence (see notify_one).
+    m_searching.fetch_add(1, std::memory_order_seq_cst);
+  }
+  /// @brief A worker stops looking for work. @return true if it was the last searcher.
+  bool end_search() noexcept {
+    // seq_cst: a publisher that saw us searching relies on our later re-check seeing its work.
+    return m_searching.fetch_sub(1, std::memory_order_seq_cst) == 1;
+  }
+
   /// @brief Wakes every sleeper (shutdown, root completion).
   void notify_all() noexcept {
     m_epoch.fetch_add(1, std::memory_order_seq_cst);
@@ -54,6 +77,7 @@ public:
 private:
   alignas(64) std::atomic<std::uint32_t> m_epoch{0};
   alignas(64) std::atomic<std::uint32_t> m_sleepers{0};
+  alignas(64) std::atomic<std::uint32_t> m_searching{0};
 };
 
 } // namespace apgas::detail

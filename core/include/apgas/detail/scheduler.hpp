@@ -47,6 +47,7 @@ public:
 
 private:
   void worker_main(unsigned index);
+  void run_item(worker& self, deque_item item);
   deque_item find_work(worker& self);
   deque_item take_injected();
   bool work_visible() const;

@@ -4,6 +4,7 @@
 
 #include "apgas/detail/activity.hpp"
 #include "apgas/detail/deque.hpp"
+#include "apgas/detail/frame_pool.hpp"
 #include "apgas/detail/idle_gate.hpp"
 #include "apgas/detail/spin_lock.hpp"
 
@@ -77,6 +78,7 @@ public:
   ws_deque m_deque;             ///< owner pushes/pops, thieves steal
   spin_lock m_steal_lock;       ///< held by a thief from its take until the take is counted
   worker_counters m_counters;   ///< owner writes
+  frame_pool m_frames;          ///< owner only: coroutine frames freed on this worker
 
 private:
   scheduler* m_sched;
@@ -122,6 +124,12 @@ inline std::coroutine_handle<> finish_strand(promise_base& p) noexcept {
   promise_base* parent = p.m_parent;
   worker& w = *t_worker;
   p.m_self.destroy();
+  // A strand with no parent continuation (a finish body, a help-first child) that is the
+  // last of its finish completes it at once: the deque is left alone, so that the waiter can
+  // still join its own parent implicitly when it ends (see release_strand for why a count of
+  // one seen here is final).
+  if (parent == nullptr && f->m_count.load(std::memory_order_acquire) == 1)
+    return w.transfer(f->on_complete());
   const deque_item next = w.m_deque.pop();
   if (parent != nullptr && next == as_continuation(parent)) return w.transfer(parent->m_self);
   return w.transfer(w.end_strand(f, next, parent != nullptr));
