@@ -3,9 +3,17 @@
 
 #include "apgas/detail/topology.hpp"
 
+#include <algorithm>
 #include <cassert>
+#include <chrono>
 
 namespace apgas::detail {
+
+namespace {
+// Parked workers of a place with a network wake up after at most this long to poll it.
+constexpr std::chrono::nanoseconds k_min_network_park = std::chrono::microseconds(20);
+constexpr std::chrono::nanoseconds k_max_network_park = std::chrono::microseconds(1000);
+} // namespace
 
 // ---- worker: the slow paths of the strand protocol ------------------------------------------
 
@@ -28,6 +36,22 @@ std::coroutine_handle<> worker::end_strand(finish_state* f, deque_item next,
   }
   if (next != 0) return promise_of(next)->m_self;
   return std::noop_coroutine();
+}
+
+std::coroutine_handle<> worker::suspend_for_external() noexcept {
+  const deque_item next = m_deque.pop();
+  if (next == 0) {
+    // A continuation of ours may have been stolen: its thief counts it under our lock.
+    m_steal_lock.lock();
+    m_steal_lock.unlock();
+    return std::noop_coroutine();
+  }
+  if (is_continuation(next)) {
+    // relaxed: the caller's publication of the suspension (a message send, a lock release)
+    // comes after this increment and orders it before anything the resumed activity does.
+    promise_of(next)->m_finish->m_count.fetch_add(1, std::memory_order_relaxed);
+  }
+  return transfer(promise_of(next)->m_self);
 }
 
 deque_item worker::steal_from() noexcept {
@@ -114,6 +138,13 @@ deque_item scheduler::find_work(worker& self) {
     ++self.m_counters.injected;
     return item;
   }
+  // acquire: pairs with set_network's release.
+  if (network* net = m_network.load(std::memory_order_acquire); net != nullptr && net->poll()) {
+    if (deque_item item = take_injected()) { // message handlers inject the work they create
+      ++self.m_counters.injected;
+      return item;
+    }
+  }
   const auto n = static_cast<unsigned>(m_workers.size());
   if (n < 2) return 0;
   // One round: probe every other worker once, starting at a random one.
@@ -139,9 +170,11 @@ void scheduler::worker_main(unsigned index) {
   if (m_options.pin_workers) topology::instance().bind_this_thread(index);
   m_gate.begin_search();
   unsigned idle_rounds = 0;
+  std::chrono::nanoseconds park_backoff = k_min_network_park;
   // acquire: pairs with stop()'s release.
   while (!m_stop.load(std::memory_order_acquire)) {
     if (deque_item item = find_work(self)) {
+      park_backoff = k_min_network_park;
       // The last searcher hands the search over before it gets busy (see idle_gate.hpp).
       if (m_gate.end_search()) m_gate.wake_one();
       run_item(self, item);
@@ -155,13 +188,19 @@ void scheduler::worker_main(unsigned index) {
       continue;
     }
     idle_rounds = 0;
+    network* net = m_network.load(std::memory_order_acquire);
+    if (net != nullptr) net->flush(); // nobody else may send our buffered messages soon
     m_gate.end_search();
     const std::uint32_t epoch = m_gate.prepare_park();
     if (m_stop.load(std::memory_order_seq_cst) || work_visible()) {
       m_gate.cancel_park();
+      park_backoff = k_min_network_park;
     } else {
       ++self.m_counters.parks;
-      m_gate.park(epoch);
+      // With a network, sleep with a growing limit so that messages are still received;
+      // the limit doubles while nothing happens, up to about a millisecond.
+      m_gate.park(epoch, net != nullptr ? park_backoff : std::chrono::nanoseconds::zero());
+      if (net != nullptr) park_backoff = std::min(park_backoff * 2, k_max_network_park);
     }
     m_gate.begin_search();
   }

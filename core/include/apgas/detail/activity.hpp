@@ -75,10 +75,26 @@ struct finish_state {
   /// Root finish only: set (release) when complete; a non-worker thread waits on it.
   std::atomic<bool> m_done{false};
   policy m_policy;
+  /// A place-local proxy of a remote finish: its count also goes up from outside (activities
+  /// arriving from other places), so a count of one is not final (no fast path) and reaching
+  /// zero calls m_on_quiescent, possibly many times, instead of resuming a waiter.
+  bool m_reopenable = false;
+  /// Called (instead of resuming m_waiter) by whoever takes the count of a reopenable finish to
+  /// zero; returns what to run next.
+  std::coroutine_handle<> (*m_on_quiescent)(finish_state&) noexcept = nullptr;
+  /// The places layer's state for a finish whose activities went to other places (opaque to
+  /// core; null for a finish that never left its place).
+  void* m_remote = nullptr;
   spin_lock m_exceptions_lock; ///< guards m_exceptions
   /// Exceptions gathered; allocated on the first one, so that a finish that does not fail
   /// costs one null pointer.
   std::unique_ptr<std::vector<std::exception_ptr>> m_exceptions;
+
+  /// @brief True if the calling strand, which is ending, is the last one (see release_strand).
+  bool is_last_strand() const noexcept {
+    // acquire: see the writes of the strands that ended before us.
+    return !m_reopenable && m_count.load(std::memory_order_acquire) == 1;
+  }
 
   /// @brief Ends one strand; true if it was the last (the caller then completes the finish).
   bool release_strand() noexcept {
@@ -88,7 +104,7 @@ struct finish_state {
     // increment is ordered before the ending strand's load through that strand's own history
     // (the steal lock, or program order), so a one here cannot be stale. acquire: see the
     // writes of the strands that ended before us.
-    if (m_count.load(std::memory_order_acquire) == 1) return true;
+    if (is_last_strand()) return true;
     // acq_rel: release our strand's writes to whoever completes the finish; acquire the
     // others' if we are the one who completes it.
     return m_count.fetch_sub(1, std::memory_order_acq_rel) == 1;

@@ -1,5 +1,5 @@
 // Where idle workers park and how they are woken. A worker that found nothing to do for a
-// while parks on an epoch word (futex through std::atomic::wait); whoever makes work
+// while parks on an epoch word (a futex); whoever makes work
 // available where nobody may see it bumps the epoch and wakes one sleeper.
 //
 // To keep wake-ups (system calls) rare, a publisher wakes nobody while some worker is
@@ -14,8 +14,12 @@
 // sleeper's re-check sees the published work.
 #pragma once
 
+#include "apgas/detail/futex.hpp"
+
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <limits>
 
 namespace apgas::detail {
 
@@ -37,7 +41,7 @@ public:
     if (m_sleepers.load(std::memory_order_seq_cst) > 0) {
       // seq_cst: part of the Dekker pattern described above.
       m_epoch.fetch_add(1, std::memory_order_seq_cst);
-      m_epoch.notify_one();
+      futex_wake(m_epoch, 1);
     }
   }
   /// @brief A worker starts looking for work.
@@ -54,7 +58,7 @@ public:
   /// @brief Wakes every sleeper (shutdown, root completion).
   void notify_all() noexcept {
     m_epoch.fetch_add(1, std::memory_order_seq_cst);
-    m_epoch.notify_all();
+    futex_wake(m_epoch, std::numeric_limits<int>::max());
   }
   /// @brief Step 1 of parking: announce, and return the epoch to wait on.
   std::uint32_t prepare_park() noexcept {
@@ -65,9 +69,11 @@ public:
   }
   /// @brief Step 2a: the re-check found work; withdraw.
   void cancel_park() noexcept { m_sleepers.fetch_sub(1, std::memory_order_relaxed); }
-  /// @brief Step 2b: sleep until the epoch moves on.
-  void park(std::uint32_t epoch) noexcept {
-    m_epoch.wait(epoch, std::memory_order_seq_cst);
+  /// @brief Step 2b: sleep until the epoch moves on, or at most `timeout` (zero: no limit;
+  /// a place with a network uses a limit so that someone polls it).
+  void park(std::uint32_t epoch,
+            std::chrono::nanoseconds timeout = std::chrono::nanoseconds::zero()) noexcept {
+    futex_wait(m_epoch, epoch, timeout);
     // relaxed: only a hint for wakers; a stale positive count costs one spurious notify.
     m_sleepers.fetch_sub(1, std::memory_order_relaxed);
   }

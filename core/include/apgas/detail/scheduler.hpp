@@ -5,6 +5,7 @@
 
 #include "apgas/detail/activity.hpp"
 #include "apgas/detail/idle_gate.hpp"
+#include "apgas/detail/network.hpp"
 #include "apgas/detail/worker.hpp"
 #include "apgas/options.hpp"
 
@@ -39,6 +40,11 @@ public:
   /// @brief Hands an item to the place from any thread; an idle worker picks it up.
   void inject(deque_item item);
 
+  /// @brief Connects the place's message engine: idle workers poll it, and parked workers
+  /// wake up now and then to do so (a place with nothing to do still sleeps almost all the
+  /// time). pre: called before any activity runs; `net` outlives the workers (stop() first).
+  void set_network(network* net) noexcept { m_network.store(net, std::memory_order_release); }
+
   unsigned worker_count() const noexcept { return static_cast<unsigned>(m_workers.size()); }
   const options& opts() const noexcept { return m_options; }
   unsigned parked_workers() const noexcept { return m_gate.sleepers(); }
@@ -62,6 +68,7 @@ private:
   std::atomic<std::size_t> m_injected_count{0}; ///< lock-free "anything injected?" hint
 
   std::atomic<bool> m_stop{false};
+  std::atomic<network*> m_network{nullptr}; ///< set once before activities run
   std::vector<std::unique_ptr<finish_state>> m_root_finishes; ///< kept until destruction
 };
 

@@ -43,6 +43,13 @@ public:
   std::coroutine_handle<> end_strand(finish_state* f, deque_item next,
                                      bool was_work_first_child) noexcept;
 
+  /// @brief Owner only: the running activity suspends until an external event (a reply from
+  /// another place, a clock phase) resumes it, maybe on another worker. Whatever is at the
+  /// bottom of our deque (its parent's continuation, typically) becomes a strand of its own
+  /// now, counted before the caller publishes anything that could resume the activity.
+  /// Returns what this worker runs next.
+  std::coroutine_handle<> suspend_for_external() noexcept;
+
   /// @brief Thief side: try to take one item from this worker. Counts a stolen continuation
   /// as a new strand before anyone can observe the steal.
   deque_item steal_from() noexcept;
@@ -128,7 +135,7 @@ inline std::coroutine_handle<> finish_strand(promise_base& p) noexcept {
   // last of its finish completes it at once: the deque is left alone, so that the waiter can
   // still join its own parent implicitly when it ends (see release_strand for why a count of
   // one seen here is final).
-  if (parent == nullptr && f->m_count.load(std::memory_order_acquire) == 1)
+  if (parent == nullptr && f->is_last_strand())
     return w.transfer(f->on_complete());
   const deque_item next = w.m_deque.pop();
   if (parent != nullptr && next == as_continuation(parent)) return w.transfer(parent->m_self);
