@@ -71,6 +71,22 @@ const std::span<const knob> knobs() {
          o.spin_rounds = parse_unsigned(w, v, 1, 1000000);
        },
        [](const options& o) { return std::to_string(o.spin_rounds); }},
+      {"--coalesce-bytes", "APGAS_COALESCE_BYTES", "N",
+       "coalescing buffer per destination place, in bytes",
+       [](options& o, std::string_view w, std::string_view v) {
+         o.coalesce_bytes = parse_unsigned(w, v, 64, 1U << 30);
+       },
+       [](const options& o) { return std::to_string(o.coalesce_bytes); }},
+      {"--flush-us", "APGAS_FLUSH_US", "N",
+       "a buffered message leaves after at most N microseconds",
+       [](options& o, std::string_view w, std::string_view v) {
+         o.flush_us = parse_unsigned(w, v, 1, 10000000);
+       },
+       [](const options& o) { return std::to_string(o.flush_us); }},
+      {"--coalesce", "APGAS_COALESCE", "yes|no",
+       "gather small messages to one place into one MPI message",
+       [](options& o, std::string_view w, std::string_view v) { o.coalesce = parse_bool(w, v); },
+       [](const options& o) { return std::string(o.coalesce ? "yes" : "no"); }},
   };
   return table;
 }

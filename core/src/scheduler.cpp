@@ -31,8 +31,11 @@ std::coroutine_handle<> worker::end_strand(finish_state* f, deque_item next,
     m_steal_lock.unlock();
   }
   if (f->release_strand()) {
-    if (next != 0) push(make_independent(next)); // already counted: no implicit join any more
-    return f->on_complete();
+    const std::coroutine_handle<> then = f->on_complete();
+    if (next == 0) return then;
+    if (then.address() == std::noop_coroutine().address()) return promise_of(next)->m_self;
+    push(make_independent(next)); // already counted: no implicit join any more
+    return then;
   }
   if (next != 0) return promise_of(next)->m_self;
   return std::noop_coroutine();

@@ -17,30 +17,30 @@ apgas::options two_workers() {
 }
 
 TEST(runtime, only_one_exists_at_a_time) {
-  apgas::runtime rt(two_workers());
-  EXPECT_EQ(apgas::runtime::current(), &rt);
-  EXPECT_THROW(apgas::runtime second(two_workers()), std::logic_error);
+  apgas::local_runtime rt(two_workers());
+  EXPECT_EQ(apgas::local_runtime::current(), &rt);
+  EXPECT_THROW(apgas::local_runtime second(two_workers()), std::logic_error);
 }
 
 TEST(runtime, can_be_created_again_after_destruction) {
   for (int i = 0; i < 5; ++i) {
-    apgas::runtime rt(two_workers());
+    apgas::local_runtime rt(two_workers());
     EXPECT_EQ(rt.run([]() -> task<int> { co_return 1; }), 1);
   }
-  EXPECT_EQ(apgas::runtime::current(), nullptr);
+  EXPECT_EQ(apgas::local_runtime::current(), nullptr);
 }
 
 TEST(runtime, reports_the_worker_count_it_was_given) {
   apgas::options o = two_workers();
   o.threads = 3;
-  apgas::runtime rt(o);
+  apgas::local_runtime rt(o);
   EXPECT_EQ(rt.threads(), 3U);
 }
 
 // Idle workers must park (not spin): after a run, every worker reaches the parked state.
 // Polls the parked count with yields and a generous deadline; no sleep decides the outcome.
 TEST(runtime, idle_workers_park) {
-  apgas::runtime rt(two_workers());
+  apgas::local_runtime rt(two_workers());
   rt.run([]() -> task<> { co_return; });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (rt.parked_workers() < rt.threads() && std::chrono::steady_clock::now() < deadline)
@@ -55,7 +55,7 @@ TEST(runtime, statistics_are_printed_on_request) {
   {
     apgas::options o = two_workers();
     o.stats = true;
-    apgas::runtime rt(o);
+    apgas::local_runtime rt(o);
     rt.run([]() -> task<> {
       co_await apgas::finish([]() -> task<> {
         for (int i = 0; i < 10; ++i) co_await apgas::async([] {});

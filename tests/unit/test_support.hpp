@@ -1,7 +1,7 @@
 // Shared fixtures: every semantic test runs under both policies and several worker counts.
 #pragma once
 
-#include <apgas/apgas.hpp>
+#include <apgas/core.hpp>
 
 #include <gtest/gtest.h>
 
@@ -39,12 +39,12 @@ inline std::string config_name(const testing::TestParamInfo<config>& info) {
 /// A fixture owning one runtime per test.
 class runtime_test : public testing::TestWithParam<config> {
 protected:
-  apgas::runtime& rt() { return m_rt; }
+  apgas::local_runtime& rt() { return m_rt; }
   apgas::policy policy() const { return std::get<0>(GetParam()); }
   unsigned threads() const { return std::get<1>(GetParam()); }
 
 private:
-  apgas::runtime m_rt{make_options(GetParam())};
+  apgas::local_runtime m_rt{make_options(GetParam())};
 };
 
 #define APGAS_INSTANTIATE_CONFIGS(suite)                                                       \

@@ -61,7 +61,7 @@ public:
   template <class P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> waiter) {
     require_apgas_caller<P>();
-    m_state.m_waiter = waiter;
+    m_state.m_waiter = &waiter.promise();
     auto h = start_body();
     promise_base& b = h.promise();
     b.m_finish = &m_state;
@@ -116,7 +116,7 @@ public:
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> waiter) {
     require_apgas_caller<P>();
     m_started = true;
-    m_state.m_waiter = waiter;
+    m_state.m_waiter = &waiter.promise();
     worker& w = *t_worker;
     w.m_counters.spawns += k_count - 1;
     for (promise_base* p : m_promises) {

@@ -1,6 +1,7 @@
 /// @file The runtime's knobs: one table, each knob a command-line flag and an APGAS_* variable.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -21,6 +22,10 @@ struct options {
   bool stats = false;                  ///< print per-worker counters at exit
   bool pin_workers = true;             ///< bind worker i to the i-th PU of the cpuset
   unsigned spin_rounds = 64;           ///< steal rounds an idle worker tries before parking
+  // Places (used by the places layer; a one-place run ignores them):
+  std::size_t coalesce_bytes = 64 * 1024; ///< coalescing buffer per destination place
+  unsigned flush_us = 200;                ///< a buffered message leaves after at most this long
+  bool coalesce = true;                   ///< false: one MPI message per logical message
 
   /// @brief Reads APGAS_* variables, then consumes the runtime's flags from argv (argc and
   /// argv are rewritten so that only the program's own arguments remain).

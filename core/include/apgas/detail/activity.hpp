@@ -67,11 +67,14 @@ struct finish_state {
   explicit finish_state(policy p) noexcept : m_policy(p) {}
   finish_state(const finish_state&) = delete;
   finish_state& operator=(const finish_state&) = delete;
+  ~finish_state() {
+    if (m_remote != nullptr && m_release_remote != nullptr) m_release_remote(*this);
+  }
 
   /// Live strands. Starts at one for the body. 64-bit so that it can never wrap.
   std::atomic<std::int64_t> m_count{1};
   /// Resumed by whoever takes m_count to zero; null for a root finish (then m_done is set).
-  std::coroutine_handle<> m_waiter;
+  promise_base* m_waiter = nullptr;
   /// Root finish only: set (release) when complete; a non-worker thread waits on it.
   std::atomic<bool> m_done{false};
   policy m_policy;
@@ -85,6 +88,8 @@ struct finish_state {
   /// The places layer's state for a finish whose activities went to other places (opaque to
   /// core; null for a finish that never left its place).
   void* m_remote = nullptr;
+  /// Called when the finish is destroyed if m_remote is set (frees it, tells other places).
+  void (*m_release_remote)(finish_state&) noexcept = nullptr;
   spin_lock m_exceptions_lock; ///< guards m_exceptions
   /// Exceptions gathered; allocated on the first one, so that a finish that does not fail
   /// costs one null pointer.

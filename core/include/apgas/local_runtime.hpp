@@ -1,7 +1,9 @@
-/// @file The runtime object: owns the workers of this place for its lifetime.
+/// @file The one-place runtime: owns the workers of this process for its lifetime. Programs
+/// normally use apgas::runtime (<apgas/runtime.hpp>), which adds places on top of this one;
+/// local_runtime is for code that needs no places (and the core's own tests).
 ///
 ///     int main(int argc, char** argv) {
-///       apgas::runtime rt(argc, argv);          // consumes --threads, --policy, ...
+///       apgas::local_runtime rt(argc, argv);    // consumes --threads, --policy, ...
 ///       long r = rt.run(fib(30));               // blocks until fib and all it started end
 ///     }
 #pragma once
@@ -18,19 +20,19 @@
 
 namespace apgas {
 
-/// @brief The apgas runtime of this process. At most one exists at a time.
+/// @brief The one-place runtime of this process. At most one exists at a time.
 /// Thread-safety: run() may be called from one non-worker thread at a time.
-class runtime {
+class local_runtime {
 public:
   /// @brief Reads APGAS_* variables and consumes the runtime's flags from argv.
   /// @throws usage_error on a bad flag value.
-  runtime(int& argc, char** argv);
+  local_runtime(int& argc, char** argv);
   /// @brief Starts with the given options.
-  explicit runtime(const options& opts = options::from_env());
-  runtime(const runtime&) = delete;
-  runtime& operator=(const runtime&) = delete;
+  explicit local_runtime(const options& opts = options::from_env());
+  local_runtime(const local_runtime&) = delete;
+  local_runtime& operator=(const local_runtime&) = delete;
   /// Stops the workers; prints the statistics table to stderr if options::stats.
-  ~runtime();
+  ~local_runtime();
 
   /// @brief Runs `main` (a task<T>, or a callable returning one) as the root activity and waits
   /// for it and every activity it started transitively.
@@ -50,8 +52,10 @@ public:
   unsigned parked_workers() const noexcept { return m_sched->parked_workers(); }
   /// @brief The options in force (threads resolved).
   const options& opts() const noexcept { return m_sched->opts(); }
+  /// @brief The scheduler of this place (for the places layer).
+  detail::scheduler& sched() noexcept { return *m_sched; }
   /// @brief The runtime of this process, or null.
-  static runtime* current() noexcept;
+  static local_runtime* current() noexcept;
 
 private:
   template <class T>

@@ -1,5 +1,5 @@
-// Runtime start-up and shutdown for one place.
-#include "apgas/runtime.hpp"
+// Start-up and shutdown of the one-place runtime.
+#include "apgas/local_runtime.hpp"
 
 #include "apgas/detail/topology.hpp"
 
@@ -14,29 +14,30 @@ namespace apgas {
 namespace {
 // The one live runtime. acq_rel on the exchange: a runtime created after another was
 // destroyed sees that destruction complete.
-std::atomic<runtime*> g_current{nullptr};
+std::atomic<local_runtime*> g_current{nullptr};
 } // namespace
 
-runtime::runtime(int& argc, char** argv) : runtime(options::from_env_and_args(argc, argv)) {}
+local_runtime::local_runtime(int& argc, char** argv)
+    : local_runtime(options::from_env_and_args(argc, argv)) {}
 
-runtime::runtime(const options& opts) {
-  runtime* expected = nullptr;
+local_runtime::local_runtime(const options& opts) {
+  local_runtime* expected = nullptr;
   if (!g_current.compare_exchange_strong(expected, this, std::memory_order_acq_rel))
     throw std::logic_error("apgas: a runtime already exists in this process");
   detail::g_default_policy = opts.default_policy; // before any worker starts
   m_sched = std::make_unique<detail::scheduler>(opts);
 }
 
-runtime::~runtime() {
+local_runtime::~local_runtime() {
   m_sched->stop();
   if (m_sched->opts().stats) print_stats();
   m_sched.reset();
   g_current.store(nullptr, std::memory_order_release);
 }
 
-runtime* runtime::current() noexcept { return g_current.load(std::memory_order_acquire); }
+local_runtime* local_runtime::current() noexcept { return g_current.load(std::memory_order_acquire); }
 
-void runtime::print_stats() const {
+void local_runtime::print_stats() const {
   const auto per_worker = m_sched->counters();
   std::string out = fmt::format("apgas statistics: place 0, {} worker(s), policy {}, {}\n",
                                 per_worker.size(), to_string(opts().default_policy),

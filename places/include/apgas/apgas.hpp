@@ -1,0 +1,8 @@
+/// @file The umbrella header of apgas: tasks, async/finish, places, serialization, runtime.
+#pragma once
+
+#include "apgas/core.hpp"
+#include "apgas/global_ref.hpp"
+#include "apgas/place.hpp"
+#include "apgas/runtime.hpp"
+#include "apgas/serialization.hpp"

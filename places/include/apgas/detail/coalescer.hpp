@@ -1,0 +1,235 @@
+// Per-destination coalescing of logical messages into network messages, shared by every
+// transport (fake and MPI); it knows nothing of MPI.
+//
+// Framing: a network message is a sequence of frames, each a 32-bit length (native byte order:
+// every place runs the same binary on the same kind of machine) followed by that many bytes.
+// Un-framing validates every length before anything is delivered, so a corrupt network message
+// is rejected as a whole with an error instead of reading out of bounds.
+//
+// Locking: one mutex per destination (appends to different places never contend), plus a small
+// list of "listed" destinations (those with buffered bytes) so that flushing and the
+// flush_interval check visit only those, not every place. Lock order: slot -> active list.
+// collect() is single-threaded by contract (the transport calls it under its network lock).
+//
+// Memory: sealed buffers come back through recycle() into a small per-destination pool, so the
+// steady state allocates nothing per message (and nothing per buffer while at most
+// k_pool_per_destination buffers per destination are in flight).
+#pragma once
+
+#include "apgas/detail/transport.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace apgas::detail {
+
+/// @brief A growable byte array that never zero-fills: received bytes and appended frames
+/// overwrite it anyway, and std::vector's value-initialisation would cost a memset per message.
+/// Thread-safety: none (owned by one party at a time).
+class byte_buffer {
+public:
+  byte_buffer() = default;
+  /// @brief An empty buffer with room for `capacity` bytes.
+  explicit byte_buffer(std::size_t capacity) { reserve(capacity); }
+  byte_buffer(byte_buffer&& other) noexcept
+      : m_data(std::move(other.m_data)), m_size(std::exchange(other.m_size, 0)),
+        m_capacity(std::exchange(other.m_capacity, 0)) {}
+  byte_buffer& operator=(byte_buffer&& other) noexcept {
+    m_data = std::move(other.m_data);
+    m_size = std::exchange(other.m_size, 0);
+    m_capacity = std::exchange(other.m_capacity, 0);
+    return *this;
+  }
+  byte_buffer(const byte_buffer&) = delete;
+  byte_buffer& operator=(const byte_buffer&) = delete;
+
+  /// @brief First byte (null when the buffer never had capacity).
+  std::byte* data() noexcept { return m_data.get(); }
+  /// @brief First byte (null when the buffer never had capacity).
+  const std::byte* data() const noexcept { return m_data.get(); }
+  /// @brief Bytes in use.
+  std::size_t size() const noexcept { return m_size; }
+  /// @brief Bytes allocated.
+  std::size_t capacity() const noexcept { return m_capacity; }
+  /// @brief True if no byte is in use.
+  bool empty() const noexcept { return m_size == 0; }
+  /// @brief The bytes in use.
+  std::span<const std::byte> bytes() const noexcept { return {m_data.get(), m_size}; }
+  /// @brief Forgets the contents, keeps the capacity.
+  void clear() noexcept { m_size = 0; }
+  /// @brief Makes room for `n` bytes in total (contents kept).
+  void reserve(std::size_t n) {
+    if (n > m_capacity) grow(n);
+  }
+  /// @brief Sets the size to `n`; bytes beyond the old size are indeterminate (to be written).
+  void resize_for_overwrite(std::size_t n) {
+    reserve(n);
+    m_size = n;
+  }
+  /// @brief Appends `n` bytes from `p`.
+  void append(const void* p, std::size_t n) {
+    if (m_size + n > m_capacity) grow(std::max(m_size + n, 2 * m_capacity));
+    if (n != 0) std::memcpy(m_data.get() + m_size, p, n);
+    m_size += n;
+  }
+
+private:
+  void grow(std::size_t n) {
+    auto bigger = std::make_unique_for_overwrite<std::byte[]>(n);
+    if (m_size != 0) std::memcpy(bigger.get(), m_data.get(), m_size);
+    m_data = std::move(bigger);
+    m_capacity = n;
+  }
+
+  std::unique_ptr<std::byte[]> m_data;
+  std::size_t m_size = 0;
+  std::size_t m_capacity = 0;
+};
+
+/// @brief Bytes of the length prefix of each frame.
+inline constexpr std::size_t k_frame_header = sizeof(std::uint32_t);
+/// @brief Largest logical message: a network message holding it must fit MPI's int count.
+inline constexpr std::size_t k_max_message_bytes = 0x7fffffffu - k_frame_header;
+
+/// @brief Where a network message stopped making sense.
+struct frame_error {
+  std::size_t offset;    ///< where the bad frame starts
+  std::size_t claimed;   ///< the length it claims (0 if the header itself is cut)
+  std::size_t remaining; ///< bytes left from `offset` to the end of the network message
+};
+
+/// @brief Appends one frame (length prefix + bytes) to `out`. pre: size <= k_max_message_bytes.
+inline void append_frame(byte_buffer& out, std::span<const std::byte> message) {
+  const auto length = static_cast<std::uint32_t>(message.size());
+  out.reserve(out.size() + k_frame_header + message.size());
+  out.append(&length, k_frame_header);
+  out.append(message.data(), message.size());
+}
+
+/// @brief Checks that `network_message` is a whole number of well-formed frames.
+/// @return the first bad frame, or nothing if all frames are good.
+std::optional<frame_error> validate_frames(std::span<const std::byte> network_message) noexcept;
+
+/// @brief Number of frames of a validated network message.
+std::size_t count_frames(std::span<const std::byte> network_message) noexcept;
+
+/// @brief Human-readable description of a frame error, naming the source place.
+std::string describe(const frame_error& error, place_id from);
+
+/// @brief The frame starting at `offset`, advancing `offset` past it.
+/// pre: the network message was validated and offset < its size.
+inline std::span<const std::byte> next_frame(std::span<const std::byte> network_message,
+                                             std::size_t& offset) noexcept {
+  std::uint32_t length;
+  std::memcpy(&length, network_message.data() + offset, k_frame_header);
+  const std::span<const std::byte> frame = network_message.subspan(offset + k_frame_header, length);
+  offset += k_frame_header + length;
+  return frame;
+}
+
+/// @brief A buffer that left coalescing: one network message.
+struct sealed_buffer {
+  byte_buffer bytes;          ///< the frames
+  std::uint32_t messages = 0; ///< logical messages inside
+};
+
+/// @brief A sealed buffer with its destination, as collect() hands it out.
+struct outgoing_buffer {
+  place_id to;
+  sealed_buffer buffer;
+};
+
+/// @brief Per-destination coalescing buffers with flush_interval and back-pressure accounting.
+/// Thread-safety: append, seal, recycle, complete and the observers from any thread;
+/// collect from one thread at a time (the caller serialises it).
+class coalescer {
+public:
+  using clock = std::chrono::steady_clock;
+  /// @brief Buffers kept for reuse per destination.
+  static constexpr std::size_t k_pool_per_destination = 4;
+
+  /// @brief What collect() seals before handing out the sealed buffers.
+  enum class seal_mode {
+    none, ///< only buffers already sealed (full ones)
+    due,  ///< also buffers whose flush_interval has passed
+    all,  ///< also every non-empty buffer (flush)
+  };
+
+  /// @brief Buffers for `destinations` places. pre: options.buffer_bytes > 0.
+  coalescer(std::size_t destinations, const transport_options& options);
+  ~coalescer();
+  coalescer(const coalescer&) = delete;
+  coalescer& operator=(const coalescer&) = delete;
+
+  /// @brief Appends a framed copy of `message` to the buffer of `to`; seals the buffer when it
+  /// is full (or always, without coalescing). pre: to < destinations().
+  /// Throws std::length_error if message.size() > k_max_message_bytes.
+  /// @return true if a buffer was sealed (the caller may want to collect soon).
+  bool append(place_id to, std::span<const std::byte> message);
+
+  /// @brief Seals the buffer of `to` if it is not empty. @return true if it sealed one.
+  bool seal(place_id to);
+
+  /// @brief Cheap test: would collect(mode, now) find anything to hand out?
+  /// (For seal_mode::all it answers "is anything buffered at all".)
+  bool collect_pending(seal_mode mode, clock::time_point now) const noexcept;
+
+  /// @brief Seals per `mode`, then moves every sealed buffer to `out`, in per-destination order
+  /// of sealing. pre: one caller at a time. @return the number of buffers appended to `out`.
+  std::size_t collect(seal_mode mode, clock::time_point now, std::vector<outgoing_buffer>& out);
+
+  /// @brief Gives a buffer back to the pool of `to` once the network is done with it.
+  void recycle(place_id to, byte_buffer&& buffer);
+
+  /// @brief The network took `bytes` of frames to `to` (a send completed, or loopback delivery).
+  void complete(place_id to, std::size_t bytes) noexcept;
+
+  /// @brief Bytes appended to `to` and not yet completed (buffered, sealed or in flight).
+  std::uint64_t outstanding(place_id to) const noexcept;
+
+  /// @brief True if no destination has outstanding bytes.
+  bool idle() const noexcept;
+
+  /// @brief Logical messages appended so far, over all destinations.
+  std::uint64_t appended_messages() const noexcept;
+
+  /// @brief Number of destinations.
+  std::size_t destinations() const noexcept { return m_destinations; }
+
+private:
+  struct slot;
+  static constexpr std::int64_t k_never = std::numeric_limits<std::int64_t>::max();
+
+  void start_buffer_locked(place_id to, slot& s, std::size_t frame_bytes);
+  void seal_locked(slot& s);
+  void lower_next_due(clock::time_point due) noexcept;
+
+  const transport_options m_options;
+  const std::size_t m_destinations;
+  std::unique_ptr<slot[]> m_slots;
+
+  /// Sealed buffers not yet collected, over all destinations. Written under slot locks; read
+  /// without one as a hint by collect_pending().
+  std::atomic<std::size_t> m_ready{0};
+  /// Earliest due time (ns since the clock's epoch) of a listed non-empty buffer, or k_never.
+  /// Never later than the truth (see collect()); may be earlier (a spurious scan).
+  std::atomic<std::int64_t> m_next_due{k_never};
+
+  std::mutex m_active_lock;                ///< guards m_active
+  std::vector<place_id> m_active;          ///< listed destinations (guarded by m_active_lock)
+  std::vector<place_id> m_scan;            ///< collect()'s copy of m_active (collect only)
+};
+
+} // namespace apgas::detail

@@ -1,0 +1,122 @@
+// The counting protocol of a distributed finish, without transport or scheduler: what the
+// home place of a finish and each other place keep, and what a report says.
+//
+// Vector counting flushed on local quiescence (after X10's default Finish): every place that
+// runs activities of a finish keeps a proxy counting the activities it received and the
+// activities it sent to each place; when its local part goes quiet it sends both home in one
+// report and forgets them. Home keeps, per place, pending = sent there - completed there.
+// The finish's remote part is closed exactly when every pending count is zero.
+//
+// Why never early: an activity is counted as sent (by its sender) before it is sent, and a
+// place reports that activity completed in the same report as everything it sent meanwhile.
+// So while any activity is alive or in flight, some pending count is positive: its own, or
+// the one of the place that sent it and has not reported yet (that place is itself pending
+// until it reports). Reports of one place must arrive in the order they were sent (the
+// transport keeps per-source order); reports of different places may arrive in any order
+// (counts may go negative meanwhile, which keeps the finish open too).
+#pragma once
+
+#include "apgas/detail/spin_lock.hpp"
+
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace apgas::detail {
+
+using place_id = std::uint32_t;
+
+/// @brief Names a finish across places: its home and a serial number unique at that home.
+struct finish_id {
+  place_id home = 0;
+  std::uint64_t serial = 0;
+  friend bool operator==(const finish_id&, const finish_id&) = default;
+};
+
+struct finish_id_hash {
+  std::size_t operator()(const finish_id& id) const noexcept {
+    return std::hash<std::uint64_t>{}(id.serial * 0x9E3779B97F4A7C15ULL ^ id.home);
+  }
+};
+
+/// @brief What a place tells the home of a finish when its part of it went quiet.
+struct finish_report {
+  finish_id id;
+  place_id from = 0;
+  std::uint64_t completed = 0;                              ///< activities received and ended
+  std::vector<std::pair<place_id, std::uint64_t>> sent;     ///< activities sent, per place
+};
+
+/// @brief Home side: pending activities per place. Thread-safety: any thread.
+class home_tally {
+public:
+  /// @brief The home sends one activity to `to`. @return true if the remote part opened now.
+  bool on_send(place_id to) {
+    std::lock_guard guard(m_lock);
+    const bool was_closed = m_pending.empty();
+    adjust(to, 1);
+    return was_closed;
+  }
+  /// @brief A report arrived. @return true if the remote part is closed now.
+  bool on_report(place_id from, std::uint64_t completed,
+                 std::span<const std::pair<place_id, std::uint64_t>> sent) {
+    std::lock_guard guard(m_lock);
+    for (const auto& [to, n] : sent) adjust(to, static_cast<std::int64_t>(n));
+    adjust(from, -static_cast<std::int64_t>(completed));
+    return m_pending.empty();
+  }
+  /// @brief Places with a non-zero pending count (for diagnostics of a hung finish).
+  std::vector<std::pair<place_id, std::int64_t>> snapshot() const {
+    std::lock_guard guard(m_lock);
+    return {m_pending.begin(), m_pending.end()};
+  }
+
+private:
+  void adjust(place_id p, std::int64_t delta) { // pre: m_lock held
+    auto [it, inserted] = m_pending.try_emplace(p, 0);
+    it->second += delta;
+    if (it->second == 0) m_pending.erase(it);
+  }
+  mutable spin_lock m_lock;
+  std::unordered_map<place_id, std::int64_t> m_pending; ///< only non-zero entries
+};
+
+/// @brief Place side: what one place's part of a remote finish did since its last report.
+/// Thread-safety: any thread.
+class proxy_tally {
+public:
+  /// @brief An activity of the finish arrived here.
+  void on_arrival() {
+    std::lock_guard guard(m_lock);
+    ++m_received;
+  }
+  /// @brief An activity of the finish is sent from here to `to` (before it is sent).
+  void on_send(place_id to) {
+    std::lock_guard guard(m_lock);
+    for (auto& [p, n] : m_sent) {
+      if (p == to) {
+        ++n;
+        return;
+      }
+    }
+    m_sent.emplace_back(to, 1);
+  }
+  /// @brief Takes the counts for a report (every received activity has ended) and resets.
+  finish_report take_report(finish_id id, place_id here) {
+    std::lock_guard guard(m_lock);
+    finish_report r{id, here, m_received, std::move(m_sent)};
+    m_received = 0;
+    m_sent.clear();
+    return r;
+  }
+
+private:
+  spin_lock m_lock;
+  std::uint64_t m_received = 0;
+  std::vector<std::pair<place_id, std::uint64_t>> m_sent; ///< few destinations: a flat list
+};
+
+} // namespace apgas::detail

@@ -1,0 +1,158 @@
+// The message engine of a place: active messages (async_at, at), the distributed finish
+// protocol (proxies here, tallies at home) and the collective end of a run. It sits between
+// the scheduler (core) and the transport (the only code that talks to MPI).
+//
+// Messages (one logical message each, coalesced by the transport):
+//   async    finish_id, code offset, arguments            -> an activity of a proxy finish
+//   at       finish_id, code offset, reply token, args    -> the same, which replies at its end
+//   reply    token, ok flag, value bytes or error text    -> resumes the waiting `at`
+//   report   finish_id, completed, sent[], errors[]       -> home tally of a finish
+//   cleanup  finish_id                                    -> frees the proxy (finish ended)
+//   run_end  ok flag, result bytes or error text          -> place 0's run is over
+#pragma once
+
+#include "apgas/detail/activity.hpp"
+#include "apgas/detail/finish_protocol.hpp"
+#include "apgas/detail/network.hpp"
+#include "apgas/detail/scheduler.hpp"
+#include "apgas/detail/transport.hpp"
+#include "apgas/serialization.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace apgas::detail {
+
+enum class msg_kind : std::uint8_t { async = 1, at = 2, reply = 3, report = 4, cleanup = 5, run_end = 6 };
+
+/// @brief Where the value of an `at` goes back to: a place and the waiting awaiter there.
+struct reply_address {
+  place_id place = 0;
+  std::uint64_t token = 0;
+};
+
+/// @brief Creates the frame of an activity from its serialized arguments (at the receiver).
+using async_invoker = promise_base* (*)(byte_reader& args);
+/// @brief The same for the body of an `at`, which sends its value to `to` when it ends.
+using at_invoker = promise_base* (*)(byte_reader& args, reply_address to);
+
+/// @brief Receives the reply of an `at` (the awaiter, at the caller's place).
+class reply_sink {
+public:
+  virtual void on_reply(bool ok, std::span<const std::byte> payload) = 0;
+
+protected:
+  ~reply_sink() = default;
+};
+
+/// @brief Message counts of one place (all relaxed counters: statistics only).
+struct engine_counters {
+  std::atomic<std::uint64_t> activities_sent{0};   ///< async and at requests
+  std::atomic<std::uint64_t> replies_sent{0};
+  std::atomic<std::uint64_t> reports_sent{0};      ///< finish control messages
+  std::atomic<std::uint64_t> cleanups_sent{0};     ///< finish control messages
+  std::atomic<std::uint64_t> finishes_distributed{0}; ///< home finishes that went remote
+};
+
+struct proxy;
+struct home_link;
+
+/// @brief The engine of this place. Thread-safety: any thread unless stated otherwise.
+class place_engine final : public network {
+public:
+  place_engine(scheduler& sched, std::unique_ptr<transport> net);
+  place_engine(const place_engine&) = delete;
+  place_engine& operator=(const place_engine&) = delete;
+  ~place_engine() override;
+
+  /// @brief The engine of this process. pre: a runtime exists.
+  static place_engine& current();
+  /// @brief The engine of this process, or null.
+  static place_engine* current_or_null() noexcept;
+
+  place_id here() const noexcept { return m_here; }
+  place_id places() const noexcept { return m_places; }
+  /// @brief Throws apgas::bad_place unless p names a place.
+  void check_place(place_id p) const;
+
+  // ---- network (called by idle workers) ----
+  bool poll() noexcept override;
+  void flush() noexcept override;
+
+  // ---- used by async_at / at ----
+  /// @brief Position of a function in this binary, the same at every place.
+  static std::int64_t code_offset(const void* fn) noexcept;
+  static const void* code_at(std::int64_t offset) noexcept;
+  /// @brief Counts an activity of `f` sent to `to` (before it is sent).
+  void record_send(finish_state& f, place_id to);
+  /// @brief Sends an activity of `f` to `to`. pre: record_send was called for it.
+  void send_async(place_id to, const finish_state& f, async_invoker inv,
+                  std::span<const std::byte> args);
+  /// @brief Sends the body of an `at` to `to`; its value comes back to `sink`.
+  void send_at(place_id to, const finish_state& f, at_invoker inv, std::span<const std::byte> args,
+               reply_sink* sink);
+  /// @brief Sends the value (or the error text) of an `at` body back.
+  void send_reply(reply_address to, bool ok, std::span<const std::byte> payload);
+  /// @brief Resumes an activity that waited for an external event.
+  void resume(promise_base& p) { m_sched.inject(as_independent(&p)); }
+
+  // ---- runs (collective) ----
+  /// @brief Place 0: tells every other place that the run ended (with its value or error).
+  void announce_run_end(bool ok, std::span<const std::byte> payload);
+  /// @brief Places other than 0: waits (serving) for place 0's announce_run_end.
+  /// @return ok flag and payload.
+  std::pair<bool, std::vector<std::byte>> await_run_end();
+  /// @brief Collective: flushes and waits for every place, serving messages meanwhile.
+  void barrier();
+
+  /// @brief Frees the distributed state of a home finish (finish_state::m_release_remote).
+  void release_home(finish_state& f) noexcept;
+  /// @brief A proxy's part went quiet: report home (finish_state::m_on_quiescent).
+  void report(proxy& px) noexcept;
+
+  const engine_counters& counters() const noexcept { return m_counters; }
+  transport_stats transport_counters() const { return m_net->stats(); }
+  /// @brief One line per open distributed finish (for diagnosing a hung run).
+  std::string describe_open_finishes() const;
+
+private:
+  void on_message(place_id from, std::span<const std::byte> bytes);
+  void on_activity(place_id from, byte_reader& r, bool is_at);
+  void on_reply(byte_reader& r);
+  void on_report(place_id from, byte_reader& r);
+  void on_cleanup(byte_reader& r);
+  proxy& arrive(const finish_id& id);
+  home_link& home_link_of(finish_state& f);
+  finish_id id_of(const finish_state& f) const;
+  void apply_report(const finish_report& r, const std::vector<std::string>& errors);
+  void complete_from_outside(finish_state& f);
+  void send_message(place_id to, std::span<const std::byte> bytes);
+
+  scheduler& m_sched;
+  std::unique_ptr<transport> m_net;
+  place_id m_here;
+  place_id m_places;
+
+  mutable std::mutex m_proxies_mutex; ///< guards m_proxies and the proxies' counts at zero
+  std::unordered_map<finish_id, proxy*, finish_id_hash> m_proxies;
+  mutable std::mutex m_homes_mutex;   ///< guards m_homes and m_next_serial
+  std::unordered_map<std::uint64_t, finish_state*> m_homes;
+  std::uint64_t m_next_serial = 1;
+
+  std::mutex m_run_mutex; ///< guards the run_end state below
+  std::condition_variable m_run_cv;
+  bool m_run_ended = false;
+  bool m_run_ok = false;
+  std::vector<std::byte> m_run_payload;
+
+  engine_counters m_counters;
+};
+
+} // namespace apgas::detail

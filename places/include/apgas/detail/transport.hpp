@@ -1,0 +1,106 @@
+// The transport: how one place hands bytes to another. It is the only layer that talks to MPI;
+// everything above it (active messages, distributed finish, clocks, GLB) sees this interface,
+// so that protocols can be unit-tested on the in-process fake network (transport_fake.hpp) and
+// run unchanged over MPI (transport_mpi.hpp).
+//
+// A *logical* message is what send() is given; a *network* message is what leaves the place:
+// several logical messages gathered per destination (coalescing, see coalescer.hpp), because
+// per-message software overhead is what kills fine-grained runtimes over MPI (HPX #429, #6105).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+namespace apgas::detail {
+
+/// @brief Index of a place (an MPI rank of the runtime's communicator).
+using place_id = std::uint32_t;
+
+/// @brief Tuning knobs of a transport.
+struct transport_options {
+  /// @brief Coalescing buffer per destination; a buffer leaves when it reaches this size.
+  std::size_t buffer_bytes = 64 * 1024;
+  /// @brief A non-empty buffer leaves after at most this long (checked by poll()).
+  std::chrono::microseconds flush_interval{200};
+  /// @brief Per destination: bytes accepted by send() and not yet taken by the network
+  /// (buffered or in flight). Above it send() applies back-pressure.
+  std::size_t max_outstanding_bytes = 8 << 20;
+  /// @brief false: every send() is its own network message (for measurements and debugging).
+  bool coalesce = true;
+};
+
+/// @brief Counters of a transport. Loopback traffic (to here()) counts as logical messages
+/// only: it never becomes an MPI message. Coalescing ratio = logical / mpi (remote traffic).
+struct transport_stats {
+  std::uint64_t logical_messages_sent = 0;     ///< send() calls, counted when enqueued
+  std::uint64_t logical_messages_received = 0; ///< handler calls
+  std::uint64_t mpi_messages_sent = 0;         ///< network messages to other places
+  std::uint64_t mpi_messages_received = 0;     ///< network messages from other places
+  std::uint64_t bytes_sent = 0;                ///< network bytes (frames included)
+  std::uint64_t bytes_received = 0;            ///< network bytes (frames included)
+  std::uint64_t backpressure_waits = 0;        ///< send() calls that had to wait for room
+};
+
+/// @brief A transport failure: an MPI error, or a corrupt network message.
+class transport_error : public std::runtime_error {
+public:
+  explicit transport_error(const std::string& what) : std::runtime_error(what) {}
+};
+
+/// @brief Message passing between places with per-destination coalescing.
+/// Thread-safety: every member may be called from any thread unless stated otherwise.
+class transport {
+public:
+  /// @brief Called once per logical message, in per-source order of sending. The span is valid
+  /// only during the call and has no particular alignment (copy out with memcpy).
+  using handler = std::function<void(place_id from, std::span<const std::byte> message)>;
+
+  virtual ~transport() = default;
+
+  /// @brief This place.
+  virtual place_id here() const noexcept = 0;
+  /// @brief Number of places.
+  virtual place_id places() const noexcept = 0;
+
+  /// @brief Appends one logical message (a copy) to the coalescing buffer of `to`.
+  /// The buffer leaves as one network message when full, on flush(), or once flush_interval has
+  /// passed (checked in poll()). If more than max_outstanding_bytes to `to` are outstanding,
+  /// send() makes progress itself (it keeps receiving and delivering) until below the limit.
+  /// pre: to < places(); message.size() < 2 GiB. `to` may be here() (loopback, no MPI).
+  /// Throws std::out_of_range / std::length_error when the precondition is violated.
+  virtual void send(place_id to, std::span<const std::byte> message) = 0;
+
+  /// @brief Sends every non-empty buffer now (a place going idle, a finish about to wait).
+  virtual void flush() = 0;
+
+  /// @brief Makes progress: sends due buffers, completes finished sends, receives what arrived
+  /// and calls the handler once per logical message. Only one thread at a time does the work
+  /// (try-lock: the others return 0 at once). Re-entrant: a handler may call send(), flush()
+  /// or poll() (a nested poll makes network progress but delivers nothing; the outer one will).
+  /// @return the number of logical messages delivered.
+  /// Throws transport_error on a corrupt network message (the next poll goes on with the next
+  /// one) and propagates an exception thrown by the handler (the next poll goes on with the
+  /// message after the one that threw).
+  virtual std::size_t poll() = 0;
+
+  /// @brief Installs the handler. pre: before the first poll(); not concurrently with poll().
+  virtual void set_handler(handler h) = 0;
+
+  /// @brief True if nothing is buffered, nothing is in flight (sends completed) and nothing
+  /// received is waiting for delivery. A hint for idle detection, not a termination test.
+  virtual bool quiescent() const = 0;
+
+  /// @brief Counters; approximate while other threads use the transport.
+  virtual transport_stats stats() const = 0;
+
+  /// @brief Collective: every place calls it once per round; returns when all did. Flushes
+  /// first and keeps polling (calling the handler) while it waits. pre: not from a handler.
+  virtual void barrier() = 0;
+};
+
+} // namespace apgas::detail

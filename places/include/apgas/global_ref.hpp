@@ -1,0 +1,129 @@
+/// @file References that cross places: global_ref<T> (one object at its home place) and
+/// place_local<T> (one object per place, found at each place by a shared id).
+#pragma once
+
+#include "apgas/finish.hpp"
+#include "apgas/place.hpp"
+#include "apgas/serialization.hpp"
+#include "apgas/task.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+namespace apgas {
+
+/// @brief A reference to an object at its home place. It can be sent anywhere; it can be
+/// dereferenced only at home (send an activity there with async_at/at to use it).
+/// The object must outlive every use of the reference (the reference does not own it).
+template <class T>
+class global_ref {
+public:
+  global_ref() = default;
+  /// @brief A reference to `object`, which lives here.
+  explicit global_ref(T& object) : m_home(apgas::here()), m_address(reinterpret_cast<std::uintptr_t>(&object)) {}
+  /// @brief The place where the object lives.
+  place_id home() const noexcept { return m_home; }
+  /// @brief The object. @throws bad_place unless called at home().
+  T& operator*() const {
+    if (apgas::here() != m_home) throw bad_place(m_home, apgas::places());
+    return *reinterpret_cast<T*>(m_address);
+  }
+  T* operator->() const { return &**this; }
+  friend bool operator==(const global_ref&, const global_ref&) = default;
+
+  template <class A>
+  void serialize(A& a) {
+    a & m_home & m_address;
+  }
+
+private:
+  place_id m_home = 0;
+  std::uintptr_t m_address = 0; ///< meaningful only at m_home
+};
+
+namespace detail {
+/// @brief The objects of place_local handles at this place, by id. Thread-safety: any thread.
+class place_local_registry {
+public:
+  static place_local_registry& instance() {
+    static place_local_registry r;
+    return r;
+  }
+  void put(std::uint64_t id, std::shared_ptr<void> object) {
+    std::lock_guard guard(m_mutex);
+    m_objects[id] = std::move(object);
+  }
+  void* get(std::uint64_t id) const {
+    std::lock_guard guard(m_mutex);
+    auto it = m_objects.find(id);
+    return it == m_objects.end() ? nullptr : it->second.get();
+  }
+  void erase(std::uint64_t id) {
+    std::lock_guard guard(m_mutex);
+    m_objects.erase(id);
+  }
+  std::uint64_t next_id(place_id here) {
+    std::lock_guard guard(m_mutex);
+    return (static_cast<std::uint64_t>(here) << 40) | ++m_counter;
+  }
+
+private:
+  mutable std::mutex m_mutex;
+  std::unordered_map<std::uint64_t, std::shared_ptr<void>> m_objects;
+  std::uint64_t m_counter = 0;
+};
+} // namespace detail
+
+/// @brief One T per place, found by a shared id: send the handle anywhere and get() the
+/// object of the place you are at (X10's PlaceLocalHandle).
+template <class T>
+class place_local {
+public:
+  place_local() = default;
+
+  /// @brief Creates a T at every place, with `init(here())`; `init` captures nothing.
+  template <class Init>
+  static task<place_local> make(Init) {
+    detail::require_stateless<Init>();
+    place_local handle;
+    handle.m_id = detail::place_local_registry::instance().next_id(apgas::here());
+    co_await finish([&]() -> task<> {
+      for (place_id p = 0; p < apgas::places(); ++p) {
+        co_await async_at(p, [](std::uint64_t id) {
+          detail::place_local_registry::instance().put(id, std::make_shared<T>(Init{}(apgas::here())));
+        }, handle.m_id);
+      }
+    });
+    co_return handle;
+  }
+  /// @brief Destroys the object at every place.
+  task<> destroy() const {
+    const std::uint64_t id = m_id;
+    co_await finish([id]() -> task<> {
+      for (place_id p = 0; p < apgas::places(); ++p) {
+        co_await async_at(p, [](std::uint64_t i) {
+          detail::place_local_registry::instance().erase(i);
+        }, id);
+      }
+    });
+  }
+  /// @brief This place's object. @throws std::logic_error if it does not exist here.
+  T& get() const {
+    void* p = detail::place_local_registry::instance().get(m_id);
+    if (p == nullptr) throw std::logic_error("apgas: place_local object missing at this place");
+    return *static_cast<T*>(p);
+  }
+  std::uint64_t id() const noexcept { return m_id; }
+
+  template <class A>
+  void serialize(A& a) {
+    a & m_id;
+  }
+
+private:
+  std::uint64_t m_id = 0;
+};
+
+} // namespace apgas

@@ -1,0 +1,250 @@
+/// @file Places: here(), places(), and starting work at another place.
+///
+///     co_await apgas::async_at(p, [](int x) { ... }, 42);        // governed by our finish
+///     int v = co_await apgas::at(p, [](int x) { return x + 1; }, 41);
+///
+/// The function is a function object that captures nothing (a lambda with []): the same binary
+/// runs at every place, so its type names the code; its arguments are serialized (see
+/// <apgas/serialization.hpp>). It may return a value or a task (and then suspend).
+#pragma once
+
+#include "apgas/detail/place_engine.hpp"
+#include "apgas/finish.hpp"
+#include "apgas/serialization.hpp"
+#include "apgas/task.hpp"
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace apgas {
+
+/// @brief The index of a place: 0 .. places()-1.
+using place_id = detail::place_id;
+
+/// @brief A place id that names no place. Thrown at the caller, before anything is sent.
+class bad_place : public std::out_of_range {
+public:
+  bad_place(place_id p, place_id count);
+  place_id place() const noexcept { return m_place; }
+
+private:
+  place_id m_place;
+};
+
+/// @brief An exception thrown by an activity at another place, as it arrives here: the place,
+/// the exception's type and its what().
+class remote_exception : public std::runtime_error {
+public:
+  remote_exception(place_id where, const std::string& text);
+  place_id place() const noexcept { return m_place; }
+
+private:
+  place_id m_place;
+};
+
+/// @brief This place.
+place_id here();
+/// @brief The number of places.
+place_id places();
+
+namespace detail {
+
+template <class F>
+constexpr void require_stateless() {
+  static_assert(std::is_empty_v<F> && std::is_default_constructible_v<F>,
+                "apgas: the function given to async_at/at must capture nothing (a lambda with [] "
+                "or an empty function object): it is named by its type at the other place. Pass "
+                "the data it needs as arguments; they are serialized.");
+}
+
+template <class... Args>
+constexpr void require_serializable_args() {
+  static_assert((serializable<std::decay_t<Args>> && ...),
+                "apgas: every argument of async_at/at must be serializable (see "
+                "<apgas/serialization.hpp>); raw pointers never cross places, use global_ref<T>");
+}
+
+/// @brief What f(args...) gives back once awaited: R for R or task<R>.
+template <class F, class... Args>
+struct remote_result {
+  using raw = std::invoke_result_t<F&, Args&...>;
+  template <class X>
+  struct unwrap {
+    using type = X;
+  };
+  template <class X>
+  struct unwrap<task<X>> {
+    using type = X;
+  };
+  using type = typename unwrap<raw>::type;
+};
+
+/// @brief Calls F{} with the arguments, awaiting it if it returns a task.
+template <class F, class... Args>
+task<typename remote_result<F, Args...>::type> call_stateless(std::tuple<Args...>& args) {
+  F f{};
+  if constexpr (is_task_v<typename remote_result<F, Args...>::raw>) {
+    co_return co_await std::apply(f, args);
+  } else {
+    co_return std::apply(f, args);
+  }
+}
+
+template <class F, class... Args>
+task<> async_body(std::tuple<Args...> args) {
+  co_await call_stateless<F, Args...>(args);
+}
+
+/// @brief Turns the current exception into the text a remote_exception carries.
+std::string describe_current_exception();
+
+template <class F, class... Args>
+task<> at_body(std::tuple<Args...> args, reply_address to) {
+  using R = typename remote_result<F, Args...>::type;
+  std::vector<std::byte> out;
+  bool ok = true;
+  try {
+    if constexpr (std::is_void_v<R>) {
+      co_await call_stateless<F, Args...>(args);
+    } else {
+      R value = co_await call_stateless<F, Args...>(args);
+      byte_writer w(out);
+      serialize(w, value);
+    }
+  } catch (...) {
+    ok = false;
+    out.clear();
+    const std::string text = describe_current_exception();
+    const auto* b = reinterpret_cast<const std::byte*>(text.data());
+    out.assign(b, b + text.size());
+  }
+  place_engine::current().send_reply(to, ok, out);
+}
+
+template <class F, class... Args>
+promise_base* make_async_activity(byte_reader& r) {
+  auto args = deserialize_all<Args...>(r);
+  return &async_body<F, Args...>(std::move(args)).release().promise();
+}
+
+template <class F, class... Args>
+promise_base* make_at_activity(byte_reader& r, reply_address to) {
+  auto args = deserialize_all<Args...>(r);
+  return &at_body<F, Args...>(std::move(args), to).release().promise();
+}
+
+/// @brief co_await async_at(...): counts and sends the activity; the caller goes on at once.
+class async_at_awaiter {
+public:
+  async_at_awaiter(place_id to, async_invoker inv, std::vector<std::byte> args)
+      : m_to(to), m_invoker(inv), m_args(std::move(args)) {}
+  bool await_ready() const noexcept { return false; }
+  template <class P>
+  bool await_suspend(std::coroutine_handle<P> caller) {
+    require_apgas_caller<P>();
+    place_engine& e = place_engine::current();
+    finish_state& f = *caller.promise().m_finish;
+    e.record_send(f, m_to);
+    e.send_async(m_to, f, m_invoker, m_args);
+    return false; // never suspends
+  }
+  void await_resume() const noexcept {}
+
+private:
+  place_id m_to;
+  async_invoker m_invoker;
+  std::vector<std::byte> m_args;
+};
+
+/// @brief co_await at(...): the caller suspends until the value (or the error) comes back.
+template <class R>
+class at_awaiter final : public reply_sink {
+public:
+  at_awaiter(place_id to, at_invoker inv, std::vector<std::byte> args)
+      : m_to(to), m_invoker(inv), m_args(std::move(args)) {}
+  at_awaiter(const at_awaiter&) = delete;
+  at_awaiter& operator=(const at_awaiter&) = delete;
+
+  bool await_ready() const noexcept { return false; }
+  template <class P>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) {
+    require_apgas_caller<P>();
+    place_engine& e = place_engine::current();
+    m_caller = &caller.promise();
+    finish_state& f = *m_caller->m_finish;
+    // Count what this worker leaves behind before the reply can resume us elsewhere.
+    const std::coroutine_handle<> next = t_worker->suspend_for_external();
+    e.record_send(f, m_to);
+    e.send_at(m_to, f, m_invoker, m_args, this); // from here on, `this` may be resumed
+    return next;
+  }
+  R await_resume() {
+    if (!m_ok) {
+      throw remote_exception(m_to, std::string(reinterpret_cast<const char*>(m_payload.data()),
+                                               m_payload.size()));
+    }
+    if constexpr (!std::is_void_v<R>) {
+      byte_reader r(m_payload);
+      return deserialize<R>(r);
+    }
+  }
+  void on_reply(bool ok, std::span<const std::byte> payload) override {
+    m_ok = ok;
+    m_payload.assign(payload.begin(), payload.end());
+    place_engine::current().resume(*m_caller);
+  }
+
+private:
+  place_id m_to;
+  at_invoker m_invoker;
+  std::vector<std::byte> m_args;
+  promise_base* m_caller = nullptr;
+  bool m_ok = false;
+  std::vector<std::byte> m_payload;
+};
+
+template <class... Args>
+std::vector<std::byte> serialize_args(const Args&... args) {
+  std::vector<std::byte> bytes;
+  byte_writer w(bytes);
+  serialize_all(w, args...);
+  return bytes;
+}
+
+} // namespace detail
+
+/// @brief Starts f(args...) as an activity at place p, governed by the caller's finish
+/// (wherever that finish lives). @throws bad_place if p is not a place.
+template <class F, class... Args>
+[[nodiscard]] detail::async_at_awaiter async_at(place_id p, F, Args&&... args) {
+  detail::require_stateless<F>();
+  detail::require_serializable_args<Args...>();
+  detail::place_engine::current().check_place(p);
+  return {p, &detail::make_async_activity<F, std::decay_t<Args>...>,
+          detail::serialize_args(args...)};
+}
+
+/// @brief Runs f(args...) at place p and gives its value back; the caller suspends meanwhile
+/// (its worker keeps working). An exception at p is rethrown here as remote_exception.
+/// Asyncs that f starts are governed by the caller's finish. @throws bad_place.
+template <class F, class... Args>
+[[nodiscard]] auto at(place_id p, F, Args&&... args) {
+  detail::require_stateless<F>();
+  detail::require_serializable_args<Args...>();
+  using R = typename detail::remote_result<F, std::decay_t<Args>...>::type;
+  static_assert(std::is_void_v<R> || serializable<R>,
+                "apgas: the value returned by the function given to at() must be serializable");
+  detail::place_engine::current().check_place(p);
+  return detail::at_awaiter<R>(p, &detail::make_at_activity<F, std::decay_t<Args>...>,
+                               detail::serialize_args(args...));
+}
+
+} // namespace apgas

@@ -1,0 +1,123 @@
+/// @file The runtime: one per process, one place per MPI rank.
+///
+///     int main(int argc, char** argv) {
+///       apgas::runtime rt(argc, argv);    // MPI when launched by mpirun; else one place
+///       long r = rt.run(fib(30));         // place 0 runs it; every place gets its value
+///       return r == 832040 ? 0 : 1;
+///     }
+///
+/// Every place executes main(): run() is collective. Place 0 runs the task as the root
+/// activity while the other places serve the activities sent to them; when it and everything
+/// it started (anywhere) have ended, every place's run() returns its value (serialized from
+/// place 0) or throws.
+#pragma once
+
+#include "apgas/local_runtime.hpp"
+#include "apgas/place.hpp"
+#include "apgas/serialization.hpp"
+
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace apgas {
+
+/// @brief The apgas runtime of this process: the workers of this place and its link to the
+/// other places. Thread-safety: run() from the main thread; the rest from any thread.
+class runtime {
+public:
+  /// @brief Starts this place: reads APGAS_* variables and consumes the runtime's flags from
+  /// argv; initialises MPI when launched by mpirun (checking the thread level it gets).
+  /// @throws usage_error on a bad flag; std::runtime_error if MPI cannot be used.
+  runtime(int& argc, char** argv);
+  /// @brief Starts this place with the given options (MPI when launched by mpirun).
+  explicit runtime(const options& opts = options::from_env());
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+  /// Collective: waits for every place, stops the workers, prints statistics if asked,
+  /// finalises MPI.
+  ~runtime();
+
+  /// @brief Collective. Place 0 runs `main` (a task<T>, or a callable returning one) as the
+  /// root activity and waits for it and every activity it started, at any place.
+  /// @return the root task's value, at every place (T must then be serializable).
+  /// @throws multiple_exceptions at place 0, remote_exception elsewhere, if it failed.
+  template <class Main>
+  auto run(Main&& main) {
+    using T = typename main_task<std::decay_t<Main>>::type::value_type;
+    static_assert(std::is_void_v<T> || serializable<T>,
+                  "apgas: runtime::run returns the root task's value at every place, so it must "
+                  "be serializable (or return task<void>)");
+    if (here() != 0) return take_result<T>();
+    try {
+      if constexpr (std::is_void_v<T>) {
+        if constexpr (detail::is_task_v<Main>) m_local->run(std::forward<Main>(main));
+        else m_local->run(main());
+        end_run(true, {});
+        return;
+      } else {
+        T value = [&] {
+          if constexpr (detail::is_task_v<Main>) return m_local->run(std::forward<Main>(main));
+          else return m_local->run(main());
+        }();
+        std::vector<std::byte> bytes;
+        byte_writer w(bytes);
+        serialize(w, value);
+        end_run(true, bytes);
+        return value;
+      }
+    } catch (...) {
+      const std::string text = detail::describe_current_exception();
+      end_run(false, std::as_bytes(std::span(text.data(), text.size())));
+      throw;
+    }
+  }
+
+  /// @brief This place.
+  place_id here() const noexcept { return m_engine->here(); }
+  /// @brief The number of places.
+  place_id places() const noexcept { return m_engine->places(); }
+  /// @brief Worker threads of this place.
+  unsigned threads() const noexcept { return m_local->threads(); }
+  /// @brief The options in force (threads resolved).
+  const options& opts() const noexcept { return m_local->opts(); }
+  /// @brief Workers parked right now (a hint).
+  unsigned parked_workers() const noexcept { return m_local->parked_workers(); }
+  /// @brief Message statistics of this place, one table (what APGAS_STATS=1 prints).
+  std::string message_stats() const;
+
+private:
+  template <class M, bool = detail::is_task_v<M>>
+  struct main_task {
+    using type = M;
+  };
+  template <class M>
+  struct main_task<M, false> {
+    using type = std::invoke_result_t<M&>;
+  };
+
+  void start(const options& opts, int* argc, char*** argv);
+  void end_run(bool ok, std::span<const std::byte> payload);
+  std::pair<bool, std::vector<std::byte>> wait_run_end();
+
+  template <class T>
+  T take_result() {
+    auto [ok, payload] = wait_run_end();
+    if (!ok)
+      throw remote_exception(0, std::string(reinterpret_cast<const char*>(payload.data()),
+                                            payload.size()));
+    if constexpr (!std::is_void_v<T>) {
+      byte_reader r(payload);
+      return deserialize<T>(r);
+    }
+  }
+
+  struct mpi_session;
+  std::unique_ptr<mpi_session> m_mpi;            ///< MPI_Init .. MPI_Finalize, if launched
+  std::unique_ptr<local_runtime> m_local;        ///< the workers of this place
+  std::unique_ptr<detail::place_engine> m_engine;
+};
+
+} // namespace apgas

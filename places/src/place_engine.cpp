@@ -1,0 +1,500 @@
+// The message engine of a place: active messages and the distributed finish protocol.
+#include "apgas/detail/place_engine.hpp"
+
+#include "apgas/exceptions.hpp"
+#include "apgas/place.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cxxabi.h>
+#include <typeinfo>
+
+namespace apgas {
+
+bad_place::bad_place(place_id p, place_id count)
+    : std::out_of_range(fmt::format("apgas: place {} does not exist (places are 0 to {})", p,
+                                    count == 0 ? 0 : count - 1)),
+      m_place(p) {}
+
+remote_exception::remote_exception(place_id where, const std::string& text)
+    : std::runtime_error(fmt::format("at place {}: {}", where, text)), m_place(where) {}
+
+place_id here() { return detail::place_engine::current().here(); }
+place_id places() { return detail::place_engine::current().places(); }
+
+namespace detail {
+
+namespace {
+
+std::atomic<place_engine*> g_engine{nullptr}; // the engine of this process (acq_rel publish)
+
+/// The anchor code offsets are measured from: a function of this library.
+[[gnu::noinline]] void code_anchor() noexcept { std::fputs("", stderr); }
+
+std::string demangle(const char* name) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string out = status == 0 && d != nullptr ? d : name;
+  std::free(d);
+  return out;
+}
+
+} // namespace
+
+std::string describe_current_exception() {
+  try {
+    throw;
+  } catch (const multiple_exceptions& e) {
+    std::string s = "apgas::multiple_exceptions:";
+    for (const auto& inner : e.exceptions()) {
+      try {
+        std::rethrow_exception(inner);
+      } catch (...) {
+        s += " [" + describe_current_exception() + "]";
+      }
+    }
+    return s;
+  } catch (const std::exception& e) {
+    return demangle(typeid(e).name()) + ": " + e.what();
+  } catch (...) {
+    return "an exception of unknown type";
+  }
+}
+
+/// The part of a remote finish that runs at this place.
+struct proxy {
+  proxy(place_engine& e, const finish_id& fid) : engine(&e), id(fid), fs(g_default_policy) {
+    fs.m_reopenable = true;
+    fs.m_count.store(0, std::memory_order_relaxed); // arrivals count themselves
+    fs.m_remote = this;
+    fs.m_on_quiescent = [](finish_state& f) noexcept -> std::coroutine_handle<> {
+      auto* px = static_cast<proxy*>(f.m_remote);
+      px->engine->report(*px);
+      return std::noop_coroutine();
+    };
+  }
+  place_engine* engine;
+  finish_id id;
+  finish_state fs;
+  proxy_tally tally;
+  std::mutex report_mutex; ///< one report at a time, in the order they are taken
+};
+
+/// The distributed state of a finish at its home.
+struct home_link {
+  finish_id id;
+  home_tally tally;
+  std::mutex touched_mutex; ///< guards touched
+  std::vector<place_id> touched; ///< places that may hold a proxy (told at cleanup)
+  void touch(place_id p) {
+    std::lock_guard guard(touched_mutex);
+    for (place_id q : touched)
+      if (q == p) return;
+    touched.push_back(p);
+  }
+};
+
+place_engine::place_engine(scheduler& sched, std::unique_ptr<transport> net)
+    : m_sched(sched), m_net(std::move(net)), m_here(m_net->here()), m_places(m_net->places()) {
+  m_net->set_handler([this](place_id from, std::span<const std::byte> bytes) {
+    on_message(from, bytes);
+  });
+  place_engine* expected = nullptr;
+  if (!g_engine.compare_exchange_strong(expected, this, std::memory_order_acq_rel))
+    throw std::logic_error("apgas: a place engine already exists in this process");
+}
+
+place_engine::~place_engine() {
+  g_engine.store(nullptr, std::memory_order_release);
+  std::lock_guard guard(m_proxies_mutex);
+  for (auto& [id, px] : m_proxies) delete px; // none remain after a clean run
+}
+
+place_engine& place_engine::current() {
+  place_engine* e = g_engine.load(std::memory_order_acquire);
+  if (e == nullptr)
+    throw std::logic_error("apgas: no runtime: create an apgas::runtime before using places");
+  return *e;
+}
+
+place_engine* place_engine::current_or_null() noexcept {
+  return g_engine.load(std::memory_order_acquire);
+}
+
+void place_engine::check_place(place_id p) const {
+  if (p >= m_places) throw bad_place(p, m_places);
+}
+
+std::int64_t place_engine::code_offset(const void* fn) noexcept {
+  return reinterpret_cast<std::intptr_t>(fn) -
+         reinterpret_cast<std::intptr_t>(reinterpret_cast<const void*>(&code_anchor));
+}
+
+const void* place_engine::code_at(std::int64_t offset) noexcept {
+  return reinterpret_cast<const void*>(
+      reinterpret_cast<std::intptr_t>(reinterpret_cast<const void*>(&code_anchor)) + offset);
+}
+
+// ---- progress --------------------------------------------------------------------------------
+
+bool place_engine::poll() noexcept {
+  try {
+    return m_net->poll() > 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "apgas: place %u: message handling failed: %s\n", m_here, e.what());
+    std::fflush(stderr);
+    std::abort(); // a lost message would hang the job: end it, loudly
+  }
+}
+
+void place_engine::flush() noexcept {
+  try {
+    m_net->flush();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "apgas: place %u: flush failed: %s\n", m_here, e.what());
+    std::abort();
+  }
+}
+
+void place_engine::send_message(place_id to, std::span<const std::byte> bytes) {
+  m_net->send(to, bytes);
+}
+
+// ---- sending ---------------------------------------------------------------------------------
+
+finish_id place_engine::id_of(const finish_state& f) const {
+  if (f.m_reopenable) return static_cast<const proxy*>(f.m_remote)->id;
+  return static_cast<const home_link*>(f.m_remote)->id;
+}
+
+home_link& place_engine::home_link_of(finish_state& f) {
+  // Only a live strand of f calls this, so f cannot end meanwhile; two strands may race to
+  // create the link: the homes mutex decides.
+  std::lock_guard guard(m_homes_mutex);
+  if (f.m_remote == nullptr) {
+    auto* link = new home_link;
+    link->id = finish_id{m_here, m_next_serial++};
+    m_homes.emplace(link->id.serial, &f);
+    f.m_remote = link;
+    f.m_release_remote = [](finish_state& fs) noexcept {
+      place_engine::current().release_home(fs);
+    };
+    m_counters.finishes_distributed.fetch_add(1, std::memory_order_relaxed);
+  }
+  return *static_cast<home_link*>(f.m_remote);
+}
+
+void place_engine::record_send(finish_state& f, place_id to) {
+  if (f.m_reopenable) {
+    static_cast<proxy*>(f.m_remote)->tally.on_send(to);
+    return;
+  }
+  home_link& link = home_link_of(f);
+  link.touch(to);
+  // The remote part of f is one more strand of f while it is open. relaxed: the caller is a
+  // live strand of f, and the message that could close the part is sent after this.
+  if (link.tally.on_send(to)) f.m_count.fetch_add(1, std::memory_order_relaxed);
+}
+
+namespace {
+template <class T>
+void put(byte_writer& w, const T& v) {
+  serialize(w, v);
+}
+void put_finish_id(byte_writer& w, const finish_id& id) {
+  put(w, id.home);
+  put(w, id.serial);
+}
+std::vector<std::byte> rest_of(byte_reader& r) {
+  std::vector<std::byte> rest(r.remaining());
+  r.read_bytes(rest.data(), rest.size());
+  return rest;
+}
+finish_id get_finish_id(byte_reader& r) {
+  finish_id id;
+  id.home = deserialize<place_id>(r);
+  id.serial = deserialize<std::uint64_t>(r);
+  return id;
+}
+} // namespace
+
+void place_engine::send_async(place_id to, const finish_state& f, async_invoker inv,
+                              std::span<const std::byte> args) {
+  std::vector<std::byte> bytes;
+  bytes.reserve(32 + args.size());
+  byte_writer w(bytes);
+  put(w, static_cast<std::uint8_t>(msg_kind::async));
+  put_finish_id(w, id_of(f));
+  put(w, code_offset(reinterpret_cast<const void*>(inv)));
+  bytes.insert(bytes.end(), args.begin(), args.end());
+  m_counters.activities_sent.fetch_add(1, std::memory_order_relaxed);
+  send_message(to, bytes);
+}
+
+void place_engine::send_at(place_id to, const finish_state& f, at_invoker inv,
+                           std::span<const std::byte> args, reply_sink* sink) {
+  std::vector<std::byte> bytes;
+  bytes.reserve(40 + args.size());
+  byte_writer w(bytes);
+  put(w, static_cast<std::uint8_t>(msg_kind::at));
+  put_finish_id(w, id_of(f));
+  put(w, code_offset(reinterpret_cast<const void*>(inv)));
+  put(w, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(sink)));
+  bytes.insert(bytes.end(), args.begin(), args.end());
+  m_counters.activities_sent.fetch_add(1, std::memory_order_relaxed);
+  send_message(to, bytes);
+}
+
+void place_engine::send_reply(reply_address to, bool ok, std::span<const std::byte> payload) {
+  std::vector<std::byte> bytes;
+  bytes.reserve(16 + payload.size());
+  byte_writer w(bytes);
+  put(w, static_cast<std::uint8_t>(msg_kind::reply));
+  put(w, to.token);
+  put(w, static_cast<std::uint8_t>(ok ? 1 : 0));
+  bytes.insert(bytes.end(), payload.begin(), payload.end());
+  m_counters.replies_sent.fetch_add(1, std::memory_order_relaxed);
+  send_message(to.place, bytes);
+}
+
+// ---- receiving -------------------------------------------------------------------------------
+
+void place_engine::on_message(place_id from, std::span<const std::byte> bytes) {
+  byte_reader r(bytes);
+  const auto kind = static_cast<msg_kind>(deserialize<std::uint8_t>(r));
+  switch (kind) {
+  case msg_kind::async: on_activity(from, r, false); break;
+  case msg_kind::at: on_activity(from, r, true); break;
+  case msg_kind::reply: on_reply(r); break;
+  case msg_kind::report: on_report(from, r); break;
+  case msg_kind::cleanup: on_cleanup(r); break;
+  case msg_kind::run_end: {
+    const bool ok = deserialize<std::uint8_t>(r) != 0;
+    std::vector<std::byte> rest = rest_of(r);
+    std::lock_guard guard(m_run_mutex);
+    m_run_ok = ok;
+    m_run_payload = std::move(rest);
+    m_run_ended = true;
+    m_run_cv.notify_all();
+    break;
+  }
+  default:
+    throw transport_error(fmt::format("apgas: place {}: unknown message kind {} from place {}",
+                                      m_here, static_cast<int>(kind), from));
+  }
+}
+
+proxy& place_engine::arrive(const finish_id& id) {
+  std::lock_guard guard(m_proxies_mutex);
+  auto [it, inserted] = m_proxies.try_emplace(id, nullptr);
+  if (inserted) it->second = new proxy(*this, id);
+  proxy& px = *it->second;
+  // Under the proxies mutex, so that report() sees either this arrival or a zero count.
+  // relaxed: the mutex orders it against report(); the activity's own decrement comes later
+  // on the same causal chain (the inject below).
+  px.fs.m_count.fetch_add(1, std::memory_order_relaxed);
+  px.tally.on_arrival();
+  return px;
+}
+
+void place_engine::on_activity(place_id from, byte_reader& r, bool is_at) {
+  const finish_id id = get_finish_id(r);
+  const auto offset = deserialize<std::int64_t>(r);
+  std::uint64_t token = 0;
+  if (is_at) token = deserialize<std::uint64_t>(r);
+  proxy& px = arrive(id);
+  promise_base* p = nullptr;
+  try {
+    if (is_at) {
+      auto inv = reinterpret_cast<at_invoker>(const_cast<void*>(code_at(offset)));
+      p = inv(r, reply_address{from, token});
+    } else {
+      auto inv = reinterpret_cast<async_invoker>(const_cast<void*>(code_at(offset)));
+      p = inv(r);
+    }
+  } catch (...) { // the arguments did not deserialize: the activity fails at once
+    px.fs.add_exception(std::current_exception());
+    if (is_at) {
+      const std::string text = describe_current_exception();
+      send_reply(reply_address{from, token}, false,
+                 std::as_bytes(std::span(text.data(), text.size())));
+    }
+    if (px.fs.m_count.fetch_sub(1, std::memory_order_acq_rel) == 1) report(px);
+    return;
+  }
+  p->m_finish = &px.fs;
+  p->m_role = promise_base::role::strand;
+  p->m_parent = nullptr;
+  m_sched.inject(as_independent(p));
+}
+
+void place_engine::on_reply(byte_reader& r) {
+  const auto token = deserialize<std::uint64_t>(r);
+  const bool ok = deserialize<std::uint8_t>(r) != 0;
+  auto* sink = reinterpret_cast<reply_sink*>(static_cast<std::uintptr_t>(token));
+  sink->on_reply(ok, rest_of(r));
+}
+
+// ---- the finish protocol ---------------------------------------------------------------------
+
+void place_engine::report(proxy& px) noexcept {
+  try {
+    std::lock_guard order(px.report_mutex);
+    finish_report rep;
+    std::vector<std::string> errors;
+    {
+      std::lock_guard guard(m_proxies_mutex);
+      // An activity that arrived after the count reached zero will report with its own zero.
+      if (px.fs.m_count.load(std::memory_order_acquire) != 0) return;
+      rep = px.tally.take_report(px.id, m_here);
+    }
+    {
+      std::lock_guard guard(px.fs.m_exceptions_lock);
+      if (px.fs.m_exceptions) {
+        for (const auto& e : *px.fs.m_exceptions) {
+          try {
+            std::rethrow_exception(e);
+          } catch (...) {
+            errors.push_back(describe_current_exception());
+          }
+        }
+        px.fs.m_exceptions.reset();
+      }
+    }
+    if (px.id.home == m_here) {
+      apply_report(rep, errors);
+      return;
+    }
+    std::vector<std::byte> bytes;
+    byte_writer w(bytes);
+    put(w, static_cast<std::uint8_t>(msg_kind::report));
+    put_finish_id(w, rep.id);
+    put(w, rep.completed);
+    put(w, rep.sent);
+    put(w, errors);
+    m_counters.reports_sent.fetch_add(1, std::memory_order_relaxed);
+    send_message(px.id.home, bytes);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "apgas: place %u: cannot report a finish: %s\n", m_here, e.what());
+    std::abort(); // the home would wait forever
+  }
+}
+
+void place_engine::on_report(place_id from, byte_reader& r) {
+  finish_report rep;
+  rep.from = from;
+  rep.id = get_finish_id(r);
+  rep.completed = deserialize<std::uint64_t>(r);
+  rep.sent = deserialize<std::vector<std::pair<place_id, std::uint64_t>>>(r);
+  const auto errors = deserialize<std::vector<std::string>>(r);
+  apply_report(rep, errors);
+}
+
+void place_engine::apply_report(const finish_report& rep, const std::vector<std::string>& errors) {
+  finish_state* f = nullptr;
+  {
+    std::lock_guard guard(m_homes_mutex);
+    auto it = m_homes.find(rep.id.serial);
+    if (it == m_homes.end()) {
+      std::fprintf(stderr, "apgas: place %u: report for unknown finish %u:%llu\n", m_here,
+                   rep.id.home, static_cast<unsigned long long>(rep.id.serial));
+      std::abort();
+    }
+    f = it->second;
+  }
+  auto& link = *static_cast<home_link*>(f->m_remote);
+  for (const auto& text : errors)
+    f->add_exception(std::make_exception_ptr(remote_exception(rep.from, text)));
+  for (const auto& [to, n] : rep.sent) link.touch(to);
+  link.touch(rep.from);
+  if (link.tally.on_report(rep.from, rep.completed, rep.sent)) {
+    // The remote part closed: that strand of f ends.
+    if (f->release_strand()) complete_from_outside(*f);
+  }
+}
+
+void place_engine::complete_from_outside(finish_state& f) {
+  if (f.m_waiter != nullptr) m_sched.inject(as_independent(f.m_waiter));
+  else (void)f.on_complete(); // a root finish: wakes the thread in run()
+}
+
+void place_engine::release_home(finish_state& f) noexcept {
+  auto* link = static_cast<home_link*>(f.m_remote);
+  {
+    std::lock_guard guard(m_homes_mutex);
+    m_homes.erase(link->id.serial);
+  }
+  try {
+    std::vector<std::byte> bytes;
+    byte_writer w(bytes);
+    put(w, static_cast<std::uint8_t>(msg_kind::cleanup));
+    put_finish_id(w, link->id);
+    for (place_id p : link->touched) {
+      if (p == m_here) {
+        byte_reader r(std::span<const std::byte>(bytes).subspan(1));
+        on_cleanup(r);
+      } else {
+        m_counters.cleanups_sent.fetch_add(1, std::memory_order_relaxed);
+        send_message(p, bytes);
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "apgas: place %u: cannot clean up a finish: %s\n", m_here, e.what());
+  }
+  f.m_remote = nullptr;
+  delete link;
+}
+
+void place_engine::on_cleanup(byte_reader& r) {
+  const finish_id id = get_finish_id(r);
+  proxy* px = nullptr;
+  {
+    std::lock_guard guard(m_proxies_mutex);
+    auto it = m_proxies.find(id);
+    if (it == m_proxies.end()) return; // nothing ever arrived here
+    px = it->second;
+    m_proxies.erase(it);
+  }
+  { std::lock_guard wait_for_reporter(px->report_mutex); } // its last report is out
+  delete px;
+}
+
+std::string place_engine::describe_open_finishes() const {
+  std::string s;
+  std::lock_guard guard(m_homes_mutex);
+  for (const auto& [serial, f] : m_homes) {
+    const auto* link = static_cast<const home_link*>(f->m_remote);
+    s += fmt::format("finish {}:{} pending", m_here, serial);
+    for (const auto& [p, n] : link->tally.snapshot()) s += fmt::format(" place {}={}", p, n);
+    s += "\n";
+  }
+  return s;
+}
+
+// ---- runs ------------------------------------------------------------------------------------
+
+void place_engine::announce_run_end(bool ok, std::span<const std::byte> payload) {
+  std::vector<std::byte> bytes;
+  byte_writer w(bytes);
+  put(w, static_cast<std::uint8_t>(msg_kind::run_end));
+  put(w, static_cast<std::uint8_t>(ok ? 1 : 0));
+  bytes.insert(bytes.end(), payload.begin(), payload.end());
+  for (place_id p = 0; p < m_places; ++p)
+    if (p != m_here) send_message(p, bytes);
+  m_net->flush();
+}
+
+std::pair<bool, std::vector<std::byte>> place_engine::await_run_end() {
+  std::unique_lock lock(m_run_mutex);
+  // The workers serve (and poll the network) meanwhile; this thread is not a worker.
+  m_run_cv.wait(lock, [this] { return m_run_ended; });
+  m_run_ended = false;
+  return {m_run_ok, std::move(m_run_payload)};
+}
+
+void place_engine::barrier() { m_net->barrier(); }
+
+} // namespace detail
+} // namespace apgas

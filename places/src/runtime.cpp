@@ -1,0 +1,99 @@
+// Start-up and shutdown of a place: MPI (when launched by mpirun), workers, message engine.
+#include "apgas/runtime.hpp"
+
+#include "apgas/detail/transport_single.hpp"
+#include "apgas/detail/transport_mpi.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+namespace apgas {
+
+/// MPI_Init_thread .. MPI_Finalize, and the transport that owns the communicator.
+struct runtime::mpi_session {
+  explicit mpi_session(int* argc, char*** argv) { detail::mpi_init(argc, argv); }
+  ~mpi_session() { detail::mpi_finalize(); }
+};
+
+namespace {
+detail::transport_options transport_options_from(const options& o) {
+  detail::transport_options t;
+  t.buffer_bytes = o.coalesce_bytes;
+  t.flush_interval = std::chrono::microseconds(o.flush_us);
+  t.coalesce = o.coalesce;
+  return t;
+}
+} // namespace
+
+runtime::runtime(int& argc, char** argv) {
+  const options o = options::from_env_and_args(argc, argv);
+  start(o, &argc, &argv);
+}
+
+runtime::runtime(const options& opts) { start(opts, nullptr, nullptr); }
+
+void runtime::start(const options& opts, int* argc, char*** argv) {
+  std::unique_ptr<detail::transport> net;
+  if (detail::mpi_launched()) {
+    m_mpi = std::make_unique<mpi_session>(argc, argv);
+    net = detail::make_mpi_transport(transport_options_from(opts));
+  } else {
+    net = detail::make_single_place_transport(transport_options_from(opts));
+  }
+  m_local = std::make_unique<local_runtime>(opts);
+  m_engine = std::make_unique<detail::place_engine>(m_local->sched(), std::move(net));
+  m_local->sched().set_network(m_engine.get());
+  m_engine->barrier(); // every place is ready before any sends work
+}
+
+runtime::~runtime() {
+  try {
+    m_engine->barrier(); // every place left its last run: nothing is in flight
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "apgas: place %u: shutdown barrier failed: %s\n", here(), e.what());
+  }
+  const bool stats = m_local->opts().stats;
+  const std::string table = stats ? message_stats() : std::string();
+  m_local->sched().stop();
+  m_local->sched().set_network(nullptr);
+  m_local.reset(); // prints the worker table if asked
+  if (stats) std::fputs(table.c_str(), stderr);
+  m_engine.reset();
+  m_mpi.reset();
+}
+
+void runtime::end_run(bool ok, std::span<const std::byte> payload) {
+  m_engine->announce_run_end(ok, payload);
+}
+
+std::pair<bool, std::vector<std::byte>> runtime::wait_run_end() {
+  return m_engine->await_run_end();
+}
+
+std::string runtime::message_stats() const {
+  const auto& c = m_engine->counters();
+  const auto t = m_engine->transport_counters();
+  const auto rd = [](const std::atomic<std::uint64_t>& a) {
+    return a.load(std::memory_order_relaxed);
+  };
+  const double ratio = t.mpi_messages_sent == 0
+                           ? 0.0
+                           : static_cast<double>(t.logical_messages_sent) /
+                                 static_cast<double>(t.mpi_messages_sent);
+  std::string s = fmt::format("apgas messages: place {} of {}\n", here(), places());
+  s += fmt::format("  {:<34} {}\n", "activities sent (async_at, at)", rd(c.activities_sent));
+  s += fmt::format("  {:<34} {}\n", "at replies sent", rd(c.replies_sent));
+  s += fmt::format("  {:<34} {} reports, {} cleanups\n", "finish control messages",
+                   rd(c.reports_sent), rd(c.cleanups_sent));
+  s += fmt::format("  {:<34} {}\n", "finishes that went remote", rd(c.finishes_distributed));
+  s += fmt::format("  {:<34} {} logical in {} MPI messages ({:.1f} per message)\n",
+                   "sent", t.logical_messages_sent, t.mpi_messages_sent, ratio);
+  s += fmt::format("  {:<34} {} logical in {} MPI messages\n", "received",
+                   t.logical_messages_received, t.mpi_messages_received);
+  s += fmt::format("  {:<34} {} sent, {} received\n", "bytes", t.bytes_sent, t.bytes_received);
+  s += fmt::format("  {:<34} {}\n", "back-pressure waits", t.backpressure_waits);
+  return s;
+}
+
+} // namespace apgas

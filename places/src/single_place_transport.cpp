@@ -1,0 +1,34 @@
+// The transport of a program started without mpirun: one place, loopback only, on the
+// in-process network (so that even a single place exercises the same message paths).
+#include "apgas/detail/transport_fake.hpp"
+#include "apgas/detail/transport_single.hpp"
+
+namespace apgas::detail {
+
+namespace {
+class single_place_transport final : public transport {
+public:
+  explicit single_place_transport(const transport_options& o) : m_network(1, o) {}
+  place_id here() const noexcept override { return 0; }
+  place_id places() const noexcept override { return 1; }
+  void send(place_id to, std::span<const std::byte> message) override { ep().send(to, message); }
+  void flush() override { ep().flush(); }
+  std::size_t poll() override { return ep().poll(); }
+  void set_handler(handler h) override { ep().set_handler(std::move(h)); }
+  bool quiescent() const override { return const_cast<single_place_transport*>(this)->ep().quiescent(); }
+  transport_stats stats() const override {
+    return const_cast<single_place_transport*>(this)->ep().stats();
+  }
+  void barrier() override { ep().barrier(); }
+
+private:
+  transport& ep() { return m_network.endpoint(0); }
+  fake_network m_network;
+};
+} // namespace
+
+std::unique_ptr<transport> make_single_place_transport(const transport_options& options) {
+  return std::make_unique<single_place_transport>(options);
+}
+
+} // namespace apgas::detail

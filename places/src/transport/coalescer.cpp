@@ -1,0 +1,244 @@
+// Per-destination coalescing (see coalescer.hpp for the design).
+#include "apgas/detail/coalescer.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace apgas::detail {
+
+// ---- framing --------------------------------------------------------------------------------
+
+std::optional<frame_error> validate_frames(std::span<const std::byte> network_message) noexcept {
+  std::size_t offset = 0;
+  const std::size_t size = network_message.size();
+  while (offset < size) {
+    const std::size_t remaining = size - offset;
+    if (remaining < k_frame_header) return frame_error{offset, 0, remaining};
+    std::uint32_t length;
+    std::memcpy(&length, network_message.data() + offset, k_frame_header);
+    if (length > remaining - k_frame_header) return frame_error{offset, length, remaining};
+    offset += k_frame_header + length;
+  }
+  return std::nullopt;
+}
+
+std::size_t count_frames(std::span<const std::byte> network_message) noexcept {
+  std::size_t frames = 0;
+  for (std::size_t offset = 0; offset < network_message.size(); ++frames)
+    (void)next_frame(network_message, offset);
+  return frames;
+}
+
+std::string describe(const frame_error& error, place_id from) {
+  std::string text = "apgas transport: corrupt network message from place " +
+                     std::to_string(from) + ": the frame at byte " + std::to_string(error.offset);
+  if (error.remaining < k_frame_header)
+    return text + " has a cut length prefix (" + std::to_string(error.remaining) + " bytes left)";
+  return text + " claims " + std::to_string(error.claimed) + " bytes but only " +
+         std::to_string(error.remaining - k_frame_header) + " follow";
+}
+
+// ---- coalescer ------------------------------------------------------------------------------
+
+// One destination. Everything but the atomics is guarded by `lock`.
+// alignas(64): slots of different destinations are written by different threads.
+struct alignas(64) coalescer::slot {
+  std::mutex lock;
+  byte_buffer current;                ///< the buffer being filled
+  std::uint32_t current_messages = 0; ///< logical messages in `current`
+  clock::time_point due{};            ///< when `current` must leave (valid if non-empty)
+  std::vector<sealed_buffer> ready;   ///< sealed, waiting for collect(), in sealing order
+  std::vector<byte_buffer> pool;      ///< recycled buffers
+  bool listed = false;                ///< in m_active or in collect()'s m_scan
+  /// Bytes appended and not completed. Added by appenders (under `lock`), subtracted by
+  /// whoever completes a send (any thread, no lock); read as a hint (back-pressure, idle).
+  std::atomic<std::uint64_t> outstanding{0};
+  /// Logical messages appended; written under `lock`, read by stats() without it.
+  std::atomic<std::uint64_t> appended{0};
+};
+
+coalescer::coalescer(std::size_t destinations, const transport_options& options)
+    : m_options(options), m_destinations(destinations),
+      m_slots(std::make_unique<slot[]>(destinations)) {
+  if (options.buffer_bytes == 0) throw std::invalid_argument("apgas transport: buffer_bytes is 0");
+  // Each destination is listed at most once, so these never reallocate after this.
+  m_active.reserve(destinations);
+  m_scan.reserve(destinations);
+}
+
+coalescer::~coalescer() = default;
+
+void coalescer::lower_next_due(clock::time_point due) noexcept {
+  const std::int64_t ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(due.time_since_epoch()).count();
+  // relaxed: m_next_due is a hint that guards no data. Its only ordering need, that an
+  // appender's lowering is not overwritten by collect()'s reset, comes from the slot mutex
+  // (see collect()), and RMWs always act on the latest value.
+  std::int64_t seen = m_next_due.load(std::memory_order_relaxed);
+  while (ns < seen &&
+         !m_next_due.compare_exchange_weak(seen, ns, std::memory_order_relaxed)) {
+  }
+}
+
+void coalescer::start_buffer_locked(place_id to, slot& s, std::size_t frame_bytes) {
+  if (s.current.capacity() == 0 && !s.pool.empty()) {
+    s.current = std::move(s.pool.back());
+    s.pool.pop_back();
+  }
+  // Without coalescing a buffer holds one message: do not reserve a whole coalescing buffer.
+  const std::size_t want = m_options.coalesce ? m_options.buffer_bytes : frame_bytes;
+  s.current.reserve(std::max(want, frame_bytes));
+  if (!s.listed) {
+    s.listed = true;
+    std::lock_guard active(m_active_lock);
+    m_active.push_back(to);
+  }
+  if (m_options.coalesce) {
+    // Listed first, then the due time lowered: collect() relies on this order (see there).
+    s.due = clock::now() + m_options.flush_interval;
+    lower_next_due(s.due);
+  }
+}
+
+void coalescer::seal_locked(slot& s) {
+  s.ready.push_back(sealed_buffer{std::move(s.current), s.current_messages});
+  s.current_messages = 0;
+  // relaxed: a hint for collect_pending(); the buffer itself is published by the slot mutex.
+  m_ready.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool coalescer::append(place_id to, std::span<const std::byte> message) {
+  if (message.size() > k_max_message_bytes)
+    throw std::length_error("apgas transport: message of " + std::to_string(message.size()) +
+                            " bytes exceeds the limit of " + std::to_string(k_max_message_bytes));
+  const std::size_t frame_bytes = k_frame_header + message.size();
+  slot& s = m_slots[to];
+  bool sealed = false;
+  std::lock_guard lock(s.lock);
+  if (!s.current.empty() && s.current.size() + frame_bytes > m_options.buffer_bytes) {
+    seal_locked(s); // the new frame would overflow: the full buffer leaves first
+    sealed = true;
+  }
+  if (s.current.empty()) start_buffer_locked(to, s, frame_bytes);
+  append_frame(s.current, message);
+  ++s.current_messages;
+  // relaxed: this thread reads it back right after (coherence), other readers use it as a hint;
+  // counted at enqueue time, so back-pressure and idle tests see the message at once.
+  s.outstanding.fetch_add(frame_bytes, std::memory_order_relaxed);
+  // relaxed: a statistic; single writer at a time (under the lock), so load+store is enough.
+  s.appended.store(s.appended.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (!m_options.coalesce || s.current.size() >= m_options.buffer_bytes) {
+    seal_locked(s);
+    sealed = true;
+  }
+  return sealed;
+}
+
+bool coalescer::seal(place_id to) {
+  slot& s = m_slots[to];
+  std::lock_guard lock(s.lock);
+  if (s.current.empty()) return false;
+  seal_locked(s); // stays listed: collect() finds the ready buffer
+  return true;
+}
+
+bool coalescer::collect_pending(seal_mode mode, clock::time_point now) const noexcept {
+  // relaxed: hints. A stale "nothing" delays the buffer to the next poll at most, because the
+  // value is eventually visible and the transport polls again.
+  if (m_ready.load(std::memory_order_relaxed) != 0) return true;
+  switch (mode) {
+  case seal_mode::none:
+    return false;
+  case seal_mode::due:
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count() >=
+           m_next_due.load(std::memory_order_relaxed);
+  case seal_mode::all:
+    return !idle();
+  }
+  return true;
+}
+
+// Why m_next_due is never later than the truth after a reset: collect() resets it *before*
+// taking the active list; an appender that starts a buffer lists the destination *before*
+// lowering the due time, both under the slot lock. Either the destination was in the list we
+// took, and we lock its slot after the appender released it and lower the due time for it
+// ourselves; or it was listed after we took the list, so its lowering comes after our reset
+// (active-list mutex) and survives it.
+std::size_t coalescer::collect(seal_mode mode, clock::time_point now,
+                               std::vector<outgoing_buffer>& out) {
+  bool due_scan = false;
+  if (mode == seal_mode::due) {
+    const std::int64_t now_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+    // relaxed: see lower_next_due().
+    if (now_ns >= m_next_due.load(std::memory_order_relaxed)) {
+      m_next_due.store(k_never, std::memory_order_relaxed);
+      due_scan = true;
+    }
+  }
+  {
+    std::lock_guard active(m_active_lock);
+    m_scan.swap(m_active);
+  }
+  std::size_t handed = 0;
+  for (const place_id to : m_scan) {
+    slot& s = m_slots[to];
+    std::lock_guard lock(s.lock);
+    if (!s.current.empty()) {
+      if (mode == seal_mode::all || (due_scan && s.due <= now))
+        seal_locked(s);
+      else if (m_options.coalesce)
+        lower_next_due(s.due);
+    }
+    for (sealed_buffer& b : s.ready) out.push_back(outgoing_buffer{to, std::move(b)});
+    handed += s.ready.size();
+    // relaxed: see seal_locked().
+    m_ready.fetch_sub(s.ready.size(), std::memory_order_relaxed);
+    s.ready.clear();
+    if (s.current.empty()) {
+      s.listed = false;
+    } else {
+      std::lock_guard active(m_active_lock);
+      m_active.push_back(to);
+    }
+  }
+  m_scan.clear();
+  return handed;
+}
+
+void coalescer::recycle(place_id to, byte_buffer&& buffer) {
+  // Oversized buffers (a big message) are dropped: the pool keeps memory bounded.
+  if (buffer.capacity() == 0 || buffer.capacity() > 2 * m_options.buffer_bytes) return;
+  buffer.clear();
+  slot& s = m_slots[to];
+  std::lock_guard lock(s.lock);
+  if (s.pool.size() < k_pool_per_destination) s.pool.push_back(std::move(buffer));
+}
+
+void coalescer::complete(place_id to, std::size_t bytes) noexcept {
+  // release: pairs with the acquire loads below, so that whoever sees the drop also sees what
+  // the completing thread did before (the buffer handed back).
+  m_slots[to].outstanding.fetch_sub(bytes, std::memory_order_release);
+}
+
+std::uint64_t coalescer::outstanding(place_id to) const noexcept {
+  // acquire: see complete().
+  return m_slots[to].outstanding.load(std::memory_order_acquire);
+}
+
+bool coalescer::idle() const noexcept {
+  for (std::size_t i = 0; i < m_destinations; ++i)
+    // acquire: see complete().
+    if (m_slots[i].outstanding.load(std::memory_order_acquire) != 0) return false;
+  return true;
+}
+
+std::uint64_t coalescer::appended_messages() const noexcept {
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < m_destinations; ++i)
+    // relaxed: a statistic.
+    total += m_slots[i].appended.load(std::memory_order_relaxed);
+  return total;
+}
+
+} // namespace apgas::detail

@@ -1,0 +1,355 @@
+// The transport over MPI, and the process-level MPI calls (see transport_mpi.hpp). The only
+// file of the project that includes mpi.h.
+//
+// Every MPI call is made under m_net_lock (or, for process-level calls, before/after any
+// transport exists), so MPI_THREAD_SERIALIZED is enough. Sends: one MPI_Isend per sealed
+// coalescing buffer, the buffer kept alive until MPI_Testsome reports it done, then recycled.
+// Receives: MPI_Improbe + MPI_Mrecv (sized by MPI_Get_count), so any size arrives without a
+// pre-posted maximum. One private communicator (a dup of MPI_COMM_WORLD) and one tag: MPI's
+// non-overtaking rule then gives per-source FIFO order of network messages, and the coalescer
+// keeps logical messages in order inside and across them.
+#include "apgas/detail/transport_mpi.hpp"
+
+#include "transport_base.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace apgas::detail {
+
+namespace {
+
+constexpr int k_tag = 1; // any value: the communicator is ours alone
+/// Network messages received per poll at most, so that a flood does not starve delivery.
+constexpr int k_max_receives_per_poll = 64;
+/// Receive buffers kept for reuse.
+constexpr std::size_t k_receive_pool = 16;
+/// How long a transport being destroyed waits for its sends to complete.
+constexpr std::chrono::seconds k_shutdown_wait{10};
+
+/// Live MPI transports (at most one). Changed by construction/destruction only; acq_rel so that
+/// mpi_finalize() seeing 0 also sees the destructor's MPI calls finished.
+std::atomic<int> g_live_transports{0};
+
+std::string error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    return "MPI error code " + std::to_string(code);
+  return std::string(text, static_cast<std::size_t>(length));
+}
+
+void check(int rc, const char* what) {
+  if (rc != MPI_SUCCESS)
+    throw transport_error(std::string("apgas transport: ") + what + " failed: " + error_text(rc));
+}
+
+bool mpi_is_initialized() noexcept {
+  int flag = 0;
+  MPI_Initialized(&flag);
+  return flag != 0;
+}
+
+bool mpi_is_finalized() noexcept {
+  int flag = 0;
+  MPI_Finalized(&flag);
+  return flag != 0;
+}
+
+int to_mpi(mpi_thread_level level) noexcept {
+  switch (level) {
+  case mpi_thread_level::single:
+    return MPI_THREAD_SINGLE;
+  case mpi_thread_level::funneled:
+    return MPI_THREAD_FUNNELED;
+  case mpi_thread_level::serialized:
+    return MPI_THREAD_SERIALIZED;
+  case mpi_thread_level::multiple:
+    return MPI_THREAD_MULTIPLE;
+  }
+  return MPI_THREAD_SERIALIZED;
+}
+
+mpi_thread_level from_mpi(int level) noexcept {
+  if (level >= MPI_THREAD_MULTIPLE) return mpi_thread_level::multiple;
+  if (level >= MPI_THREAD_SERIALIZED) return mpi_thread_level::serialized;
+  if (level >= MPI_THREAD_FUNNELED) return mpi_thread_level::funneled;
+  return mpi_thread_level::single;
+}
+
+class mpi_transport final : public transport_base {
+public:
+  mpi_transport(MPI_Comm comm, place_id here, place_id places, const transport_options& options)
+      : transport_base(here, places, options), m_comm(comm) {}
+  ~mpi_transport() override;
+  void barrier() override;
+
+protected:
+  void net_send(place_id to, sealed_buffer&& buffer) override;
+  void net_complete_sends() override;
+  void net_receive() override;
+  void net_release(received&& message) override;
+
+private:
+  struct in_flight {
+    place_id to;
+    byte_buffer bytes;
+  };
+  void receive_and_drop_locked();
+
+  MPI_Comm m_comm;
+  // Guarded by m_net_lock. m_requests[i] belongs to m_in_flight[i] (MPI wants a plain array).
+  std::vector<MPI_Request> m_requests;
+  std::vector<in_flight> m_in_flight;
+  std::vector<int> m_done; ///< MPI_Testsome's output indices
+  // Poll owner only (net_receive and net_release both run on the poll owner's thread).
+  std::vector<byte_buffer> m_receive_pool;
+};
+
+void mpi_transport::net_send(place_id to, sealed_buffer&& buffer) {
+  MPI_Request request;
+  check(MPI_Isend(buffer.bytes.data(), static_cast<int>(buffer.bytes.size()), MPI_BYTE,
+                  static_cast<int>(to), k_tag, m_comm, &request),
+        "MPI_Isend");
+  m_requests.push_back(request);
+  m_in_flight.push_back(in_flight{to, std::move(buffer.bytes)});
+}
+
+void mpi_transport::net_complete_sends() {
+  if (m_requests.empty()) return;
+  m_done.resize(m_requests.size());
+  int count = 0;
+  check(MPI_Testsome(static_cast<int>(m_requests.size()), m_requests.data(), &count,
+                     m_done.data(), MPI_STATUSES_IGNORE),
+        "MPI_Testsome");
+  if (count <= 0) return; // 0: none done; MPI_UNDEFINED: no active request
+  for (int k = 0; k < count; ++k) {
+    in_flight& f = m_in_flight[static_cast<std::size_t>(m_done[static_cast<std::size_t>(k)])];
+    const std::size_t bytes = f.bytes.size();
+    m_coalescer.recycle(f.to, std::move(f.bytes));
+    m_coalescer.complete(f.to, bytes);
+  }
+  // Completed requests are MPI_REQUEST_NULL now: compact both arrays in step.
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < m_requests.size(); ++i) {
+    if (m_requests[i] == MPI_REQUEST_NULL) continue;
+    if (kept != i) {
+      m_requests[kept] = m_requests[i];
+      m_in_flight[kept] = std::move(m_in_flight[i]);
+    }
+    ++kept;
+  }
+  m_requests.resize(kept);
+  m_in_flight.resize(kept);
+}
+
+void mpi_transport::net_receive() {
+  for (int i = 0; i < k_max_receives_per_poll; ++i) {
+    int flag = 0;
+    MPI_Message message;
+    MPI_Status status;
+    check(MPI_Improbe(MPI_ANY_SOURCE, k_tag, m_comm, &flag, &message, &status), "MPI_Improbe");
+    if (flag == 0) return;
+    int count = 0;
+    check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
+    if (count == MPI_UNDEFINED || count < 0)
+      throw transport_error("apgas transport: MPI_Get_count gave no byte count");
+    byte_buffer bytes;
+    if (!m_receive_pool.empty()) {
+      bytes = std::move(m_receive_pool.back());
+      m_receive_pool.pop_back();
+    }
+    bytes.reserve(std::max<std::size_t>(static_cast<std::size_t>(count), m_options.buffer_bytes));
+    bytes.resize_for_overwrite(static_cast<std::size_t>(count));
+    check(MPI_Mrecv(bytes.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
+    accept(received{static_cast<place_id>(status.MPI_SOURCE), std::move(bytes), origin::network});
+  }
+}
+
+void mpi_transport::net_release(received&& message) {
+  // Oversized buffers (a big message) are dropped: the pool keeps memory bounded.
+  if (m_receive_pool.size() < k_receive_pool &&
+      message.bytes.capacity() <= 2 * m_options.buffer_bytes) {
+    message.bytes.clear();
+    m_receive_pool.push_back(std::move(message.bytes));
+  }
+}
+
+void mpi_transport::barrier() {
+  flush();
+  MPI_Request request;
+  {
+    std::lock_guard net(m_net_lock);
+    check(MPI_Ibarrier(m_comm, &request), "MPI_Ibarrier");
+  }
+  for (;;) {
+    const std::size_t delivered = poll(); // messages in flight still reach their handler
+    int done = 0;
+    {
+      std::lock_guard net(m_net_lock);
+      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    }
+    if (done != 0) return;
+    if (delivered == 0) std::this_thread::yield(); // ranks may share cores: let others run
+  }
+}
+
+void mpi_transport::receive_and_drop_locked() {
+  for (;;) {
+    int flag = 0;
+    MPI_Message message;
+    MPI_Status status;
+    if (MPI_Improbe(MPI_ANY_SOURCE, k_tag, m_comm, &flag, &message, &status) != MPI_SUCCESS ||
+        flag == 0)
+      return;
+    int count = 0;
+    MPI_Get_count(&status, MPI_BYTE, &count);
+    std::vector<std::byte> sink(static_cast<std::size_t>(std::max(count, 1)));
+    MPI_Mrecv(sink.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE);
+  }
+}
+
+mpi_transport::~mpi_transport() {
+  if (mpi_is_finalized()) {
+    // Misuse (finalize before destroy): MPI may still own our send buffers; leak them.
+    std::fprintf(stderr, "apgas transport: destroyed after MPI_Finalize; leaking its buffers\n");
+    new std::vector<in_flight>(std::move(m_in_flight));
+  } else {
+    std::lock_guard net(m_net_lock);
+    // Let our sends complete. Peers may be waiting for us to receive their last (rendezvous)
+    // messages just as we wait for theirs, so receive and drop what still arrives: the owner
+    // destroys the transport only once the protocols above are done with it.
+    const auto deadline = std::chrono::steady_clock::now() + k_shutdown_wait;
+    while (!m_requests.empty() && std::chrono::steady_clock::now() < deadline) {
+      try {
+        net_complete_sends();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        break;
+      }
+      receive_and_drop_locked();
+      if (!m_requests.empty()) std::this_thread::yield();
+    }
+    if (!m_requests.empty()) {
+      std::fprintf(stderr, "apgas transport: %zu sends incomplete at shutdown; abandoned\n",
+                   m_requests.size());
+      for (MPI_Request& r : m_requests) MPI_Request_free(&r);
+      new std::vector<in_flight>(std::move(m_in_flight)); // MPI may still read them: leaked
+    }
+    MPI_Comm_free(&m_comm);
+  }
+  // acq_rel: see g_live_transports.
+  g_live_transports.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+} // namespace
+
+// ---- process-level MPI ----------------------------------------------------------------------
+
+const char* to_string(mpi_thread_level level) noexcept {
+  switch (level) {
+  case mpi_thread_level::single:
+    return "MPI_THREAD_SINGLE";
+  case mpi_thread_level::funneled:
+    return "MPI_THREAD_FUNNELED";
+  case mpi_thread_level::serialized:
+    return "MPI_THREAD_SERIALIZED";
+  case mpi_thread_level::multiple:
+    return "MPI_THREAD_MULTIPLE";
+  }
+  return "MPI_THREAD_(unknown)";
+}
+
+mpi_thread_level mpi_init(int* argc, char*** argv, mpi_thread_level requested) {
+  int provided = MPI_THREAD_SINGLE;
+  if (mpi_is_finalized())
+    throw std::runtime_error("apgas: MPI was already finalized; it cannot be initialised again");
+  if (mpi_is_initialized()) {
+    check(MPI_Query_thread(&provided), "MPI_Query_thread");
+  } else {
+    const int rc = MPI_Init_thread(argc, argv, to_mpi(requested), &provided);
+    if (rc != MPI_SUCCESS)
+      throw std::runtime_error("apgas: MPI_Init_thread failed: " + error_text(rc));
+  }
+  const mpi_thread_level level = from_mpi(provided);
+  if (level < mpi_thread_level::serialized)
+    throw std::runtime_error(
+        std::string("apgas: MPI provides only ") + to_string(level) +
+        ", but the runtime needs at least MPI_THREAD_SERIALIZED (any one worker at a time "
+        "talks to MPI, not always the same one). Use an MPI library built with thread support "
+        "(Open MPI >= 3 and MPICH provide it by default).");
+  return level;
+}
+
+void mpi_finalize() {
+  // acquire: see g_live_transports.
+  if (g_live_transports.load(std::memory_order_acquire) != 0)
+    throw std::logic_error("apgas: mpi_finalize() while an MPI transport still exists");
+  if (!mpi_is_initialized() || mpi_is_finalized()) return;
+  const int rc = MPI_Finalize();
+  if (rc != MPI_SUCCESS) throw std::runtime_error("apgas: MPI_Finalize failed: " + error_text(rc));
+}
+
+void mpi_abort(int code) noexcept {
+  if (mpi_is_initialized() && !mpi_is_finalized()) MPI_Abort(MPI_COMM_WORLD, code);
+  std::fflush(nullptr);
+  std::_Exit(code); // not initialised (or MPI_Abort returned): still end this process
+}
+
+bool mpi_launched() noexcept {
+  // Open MPI, MPICH/Hydra and Intel MPI (PMI), PMIx launchers (Open MPI 5, srun --mpi=pmix),
+  // Slurm's srun with PMI-1/2.
+  static constexpr const char* k_variables[] = {
+      "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK", "MPI_LOCALNRANKS",
+  };
+  return std::any_of(std::begin(k_variables), std::end(k_variables),
+                     [](const char* name) { return std::getenv(name) != nullptr; });
+}
+
+void install_mpi_error_handler() {
+  if (!mpi_is_initialized() || mpi_is_finalized())
+    throw std::logic_error("apgas: install_mpi_error_handler() needs MPI initialised");
+  check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+}
+
+std::unique_ptr<transport> make_mpi_transport(const transport_options& options) {
+  if (!mpi_is_initialized() || mpi_is_finalized())
+    throw std::logic_error("apgas: make_mpi_transport() needs MPI initialised (mpi_init)");
+  int provided = MPI_THREAD_SINGLE;
+  check(MPI_Query_thread(&provided), "MPI_Query_thread");
+  if (provided < MPI_THREAD_SERIALIZED)
+    throw std::runtime_error(std::string("apgas: MPI was initialised with ") +
+                             to_string(from_mpi(provided)) +
+                             "; the transport needs MPI_THREAD_SERIALIZED or better");
+  int expected = 0;
+  // acq_rel: see g_live_transports.
+  if (!g_live_transports.compare_exchange_strong(expected, 1, std::memory_order_acq_rel))
+    throw std::logic_error("apgas: only one MPI transport may exist at a time");
+  try {
+    MPI_Comm comm = MPI_COMM_NULL;
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
+    // Errors on our communicator come back as codes, which check() turns into exceptions.
+    check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    int rank = 0;
+    int size = 0;
+    check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+    check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+    return std::make_unique<mpi_transport>(comm, static_cast<place_id>(rank),
+                                           static_cast<place_id>(size), options);
+  } catch (...) {
+    g_live_transports.fetch_sub(1, std::memory_order_acq_rel);
+    throw;
+  }
+}
+
+} // namespace apgas::detail

@@ -1,0 +1,200 @@
+// Shared transport logic (see transport_base.hpp).
+#include "transport_base.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace apgas::detail {
+
+namespace {
+// relaxed increment of a statistic with a single writer at a time.
+void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1) noexcept {
+  counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+} // namespace
+
+transport_base::transport_base(place_id here, place_id places, const transport_options& options)
+    : m_here(here), m_places(places), m_options(options), m_coalescer(places, options) {
+  if (here >= places) throw std::invalid_argument("apgas transport: here >= places");
+}
+
+// ---- sending --------------------------------------------------------------------------------
+
+void transport_base::send(place_id to, std::span<const std::byte> message) {
+  if (to >= m_places)
+    throw std::out_of_range("apgas transport: send to place " + std::to_string(to) + " of " +
+                            std::to_string(m_places));
+  // A full buffer leaves at once if the network is free; otherwise the current holder of the
+  // network lock, or the next poll, sends it (never block a sender on the network).
+  if (m_coalescer.append(to, message)) try_progress_sends();
+  if (m_coalescer.outstanding(to) > m_options.max_outstanding_bytes) wait_for_room(to);
+}
+
+void transport_base::wait_for_room(place_id to) {
+  // relaxed: a statistic (several senders may wait at once, hence a real RMW).
+  m_backpressure_waits.fetch_add(1, std::memory_order_relaxed);
+  while (m_coalescer.outstanding(to) > m_options.max_outstanding_bytes) {
+    m_coalescer.seal(to); // with a tiny limit the buffered bytes alone may exceed it
+    try_progress_sends();
+    // Keeps receiving (and, unless nested in a handler, delivering) while waiting: a peer
+    // waiting for room towards us can then proceed, so two full places do not deadlock.
+    poll();
+    if (m_coalescer.outstanding(to) > m_options.max_outstanding_bytes) std::this_thread::yield();
+  }
+}
+
+void transport_base::flush() {
+  std::lock_guard net(m_net_lock);
+  drain_locked(coalescer::seal_mode::all);
+  net_complete_sends();
+}
+
+bool transport_base::try_progress_sends() {
+  std::unique_lock net(m_net_lock, std::try_to_lock);
+  if (!net.owns_lock()) return false;
+  drain_locked(coalescer::seal_mode::none);
+  net_complete_sends();
+  return true;
+}
+
+void transport_base::drain_locked(coalescer::seal_mode mode) {
+  const auto now = coalescer::clock::now();
+  if (!m_coalescer.collect_pending(mode, now)) return;
+  struct clear_on_exit {
+    std::vector<outgoing_buffer>& v;
+    ~clear_on_exit() { v.clear(); }
+  } guard{m_outgoing};
+  m_coalescer.collect(mode, now, m_outgoing);
+  for (outgoing_buffer& out : m_outgoing) {
+    if (out.to == m_here) {
+      m_loopback.push_back(received{m_here, std::move(out.buffer.bytes), origin::loopback});
+      continue;
+    }
+    bump(m_mpi_sent);
+    bump(m_bytes_sent, out.buffer.bytes.size());
+    net_send(out.to, std::move(out.buffer));
+  }
+}
+
+// ---- receiving ------------------------------------------------------------------------------
+
+void transport_base::accept(received&& message) {
+  if (message.kind != origin::loopback) {
+    bump(m_mpi_received);
+    bump(m_bytes_received, message.bytes.size());
+  }
+  if (m_pending_head >= 64 && 2 * m_pending_head >= m_pending.size()) {
+    // Arrivals keep the queue from ever emptying: drop the delivered prefix.
+    m_pending.erase(m_pending.begin(),
+                    m_pending.begin() + static_cast<std::ptrdiff_t>(m_pending_head));
+    m_pending_head = 0;
+  }
+  m_pending.push_back(std::move(message));
+  // relaxed: read by quiescent() as a hint. In the fake network the sender's completion (a
+  // release RMW) comes after this, so whoever sees the sender idle also sees this count.
+  m_pending_count.fetch_add(1, std::memory_order_relaxed);
+}
+
+void transport_base::progress(coalescer::seal_mode mode, bool receive) {
+  std::lock_guard net(m_net_lock);
+  drain_locked(mode);
+  net_complete_sends();
+  if (!receive) return;
+  net_receive();
+  for (received& r : m_loopback) {
+    const std::size_t bytes = r.bytes.size();
+    accept(std::move(r));
+    m_coalescer.complete(m_here, bytes); // after accept(): see there
+  }
+  m_loopback.clear();
+}
+
+std::size_t transport_base::poll() {
+  const std::thread::id me = std::this_thread::get_id();
+  // relaxed: see m_poll_owner.
+  if (m_poll_owner.load(std::memory_order_relaxed) == me) {
+    // Nested in our own handler: make network progress (so that back-pressure resolves and
+    // peers' sends complete) but deliver nothing; the outer poll delivers in order.
+    progress(coalescer::seal_mode::due, true);
+    return 0;
+  }
+  std::unique_lock lock(m_poll_lock, std::try_to_lock);
+  if (!lock.owns_lock()) return 0;
+  m_poll_owner.store(me, std::memory_order_relaxed);
+  struct clear_owner { // declared after `lock`: runs before the unlock
+    std::atomic<std::thread::id>& owner;
+    ~clear_owner() { owner.store(std::thread::id{}, std::memory_order_relaxed); }
+  } guard{m_poll_owner};
+  progress(coalescer::seal_mode::due, true);
+  return deliver();
+}
+
+std::size_t transport_base::deliver() {
+  if (!m_handler && (m_has_current || m_pending_head < m_pending.size()))
+    throw std::logic_error("apgas transport: poll() before set_handler()");
+  std::size_t delivered = 0;
+  // Only what is pending now: handlers that reply to loopback cannot keep this poll forever.
+  std::size_t budget = m_pending.size() - m_pending_head;
+  for (;;) {
+    if (!m_has_current) {
+      if (budget == 0 || m_pending_head == m_pending.size()) break;
+      --budget;
+      m_current = std::move(m_pending[m_pending_head++]);
+      if (m_pending_head == m_pending.size()) {
+        m_pending.clear(); // keeps the capacity
+        m_pending_head = 0;
+      }
+      m_has_current = true;
+      m_offset = 0;
+      // The whole network message is checked before any of it is delivered.
+      if (const auto error = validate_frames(m_current.bytes.bytes())) {
+        const place_id from = m_current.from;
+        finish_current();
+        throw transport_error(describe(*error, from));
+      }
+    }
+    if (m_offset == m_current.bytes.size()) {
+      finish_current();
+      continue;
+    }
+    // The cursor moves before the call: if the handler throws, the next poll goes on after it.
+    const std::span<const std::byte> message = next_frame(m_current.bytes.bytes(), m_offset);
+    ++delivered;
+    bump(m_logical_received);
+    m_handler(m_current.from, message);
+  }
+  return delivered;
+}
+
+void transport_base::finish_current() {
+  if (m_current.kind == origin::loopback)
+    m_coalescer.recycle(m_here, std::move(m_current.bytes));
+  else
+    net_release(std::move(m_current));
+  m_current = received{};
+  m_has_current = false;
+  // relaxed: see accept().
+  m_pending_count.fetch_sub(1, std::memory_order_relaxed);
+}
+
+// ---- observers ------------------------------------------------------------------------------
+
+bool transport_base::quiescent() const {
+  // relaxed: a hint (see accept()); the coalescer's loads acquire.
+  return m_coalescer.idle() && m_pending_count.load(std::memory_order_relaxed) == 0;
+}
+
+transport_stats transport_base::stats() const {
+  transport_stats s;
+  s.logical_messages_sent = m_coalescer.appended_messages();
+  // relaxed: statistics, approximate while running.
+  s.logical_messages_received = m_logical_received.load(std::memory_order_relaxed);
+  s.mpi_messages_sent = m_mpi_sent.load(std::memory_order_relaxed);
+  s.mpi_messages_received = m_mpi_received.load(std::memory_order_relaxed);
+  s.bytes_sent = m_bytes_sent.load(std::memory_order_relaxed);
+  s.bytes_received = m_bytes_received.load(std::memory_order_relaxed);
+  s.backpressure_waits = m_backpressure_waits.load(std::memory_order_relaxed);
+  return s;
+}
+
+} // namespace apgas::detail

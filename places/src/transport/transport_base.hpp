@@ -1,0 +1,113 @@
+// What every transport shares: send() through the coalescer with back-pressure, flush(), and a
+// re-entrant poll() that delivers logical messages in per-source order. A concrete transport
+// supplies only the network: how a sealed buffer leaves, how sends complete, how network
+// messages arrive (fake_transport.cpp, mpi_transport.cpp). Internal to places/src/transport.
+//
+// Locks, in the order they may be taken:
+//   m_poll_lock  one poller at a time (try-lock); it owns m_pending and the delivery cursor.
+//   m_net_lock   one thread at a time talks to the network (MPI_THREAD_SERIALIZED); held only
+//                for short network operations, never while a handler runs.
+//   coalescer slot locks, then its active-list lock.
+#pragma once
+
+#include "apgas/detail/coalescer.hpp"
+#include "apgas/detail/transport.hpp"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace apgas::detail {
+
+/// @brief Shared implementation of transport over an abstract network.
+/// Thread-safety: as transport; the net_* hooks are called with m_net_lock held.
+class transport_base : public transport {
+public:
+  place_id here() const noexcept override { return m_here; }
+  place_id places() const noexcept override { return m_places; }
+  void send(place_id to, std::span<const std::byte> message) override;
+  void flush() override;
+  std::size_t poll() override;
+  void set_handler(handler h) override { m_handler = std::move(h); }
+  bool quiescent() const override;
+  transport_stats stats() const override;
+
+protected:
+  /// @brief Where a received network message came from (decides how its buffer is released).
+  enum class origin : std::uint8_t { network, loopback, injected };
+  /// @brief A network message waiting for delivery.
+  struct received {
+    place_id from = 0;
+    byte_buffer bytes;
+    origin kind = origin::network;
+  };
+
+  transport_base(place_id here, place_id places, const transport_options& options);
+  ~transport_base() override = default;
+
+  /// @brief Hands one sealed buffer to the network. pre: to != here(); m_net_lock held.
+  /// The implementation calls m_coalescer.complete(to, size) once the network is done with it.
+  virtual void net_send(place_id to, sealed_buffer&& buffer) = 0;
+  /// @brief Completes finished sends (complete + recycle). pre: m_net_lock held.
+  virtual void net_complete_sends() = 0;
+  /// @brief Takes network messages that arrived and passes each to accept().
+  /// pre: m_net_lock held, called by the poll owner.
+  virtual void net_receive() = 0;
+  /// @brief Gives back the buffer of a delivered network or injected message. Poll owner only.
+  virtual void net_release(received&& message) = 0;
+
+  /// @brief Queues a received network message for delivery. pre: m_net_lock held, poll owner.
+  void accept(received&& message);
+
+  /// @brief Progress without delivery: seal per `mode`, send, complete sends, and (poll owner
+  /// only) receive. Takes m_net_lock.
+  void progress(coalescer::seal_mode mode, bool receive);
+
+  const place_id m_here;
+  const place_id m_places;
+  const transport_options m_options;
+  coalescer m_coalescer;
+  std::mutex m_net_lock;
+
+private:
+  void drain_locked(coalescer::seal_mode mode);
+  bool try_progress_sends();
+  void wait_for_room(place_id to);
+  std::size_t deliver();
+  void finish_current();
+
+  std::mutex m_poll_lock;
+  /// The thread inside poll(), or none. Only that thread stores its own id here (and clears it
+  /// before unlocking m_poll_lock), so a thread reading its own id knows it is nested inside
+  /// its own poll; any other value, stale or not, is not its id. Hence relaxed is enough.
+  std::atomic<std::thread::id> m_poll_owner{};
+  handler m_handler; ///< set before the first poll, then read by the poll owner only
+
+  // Guarded by m_net_lock.
+  std::vector<outgoing_buffer> m_outgoing; ///< collect() output, reused
+  std::vector<received> m_loopback;        ///< sealed buffers to here(), not yet accepted
+
+  // Poll owner only.
+  // Received, not yet delivered, in arrival order: m_pending[m_pending_head..]. A vector with a
+  // head index rather than a deque, which would allocate and free blocks as it moves along.
+  std::vector<received> m_pending;
+  std::size_t m_pending_head = 0;
+  received m_current;             ///< the network message being delivered
+  bool m_has_current = false;
+  std::size_t m_offset = 0; ///< next frame of m_current
+
+  // Statistics: relaxed atomics (counters nobody synchronises on). Single writer each (under
+  // m_net_lock or the poll owner), except backpressure_waits.
+  std::atomic<std::size_t> m_pending_count{0}; ///< m_pending + m_current, for quiescent()
+  std::atomic<std::uint64_t> m_mpi_sent{0};
+  std::atomic<std::uint64_t> m_mpi_received{0};
+  std::atomic<std::uint64_t> m_bytes_sent{0};
+  std::atomic<std::uint64_t> m_bytes_received{0};
+  std::atomic<std::uint64_t> m_logical_received{0};
+  std::atomic<std::uint64_t> m_backpressure_waits{0};
+};
+
+} // namespace apgas::detail
