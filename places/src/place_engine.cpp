@@ -274,9 +274,7 @@ void place_engine::on_message(place_id from, std::span<const std::byte> bytes) {
     const bool ok = deserialize<std::uint8_t>(r) != 0;
     std::vector<std::byte> rest = rest_of(r);
     std::lock_guard guard(m_run_mutex);
-    m_run_ok = ok;
-    m_run_payload = std::move(rest);
-    m_run_ended = true;
+    m_run_ends.emplace_back(ok, std::move(rest));
     m_run_cv.notify_all();
     break;
   }
@@ -489,9 +487,10 @@ void place_engine::announce_run_end(bool ok, std::span<const std::byte> payload)
 std::pair<bool, std::vector<std::byte>> place_engine::await_run_end() {
   std::unique_lock lock(m_run_mutex);
   // The workers serve (and poll the network) meanwhile; this thread is not a worker.
-  m_run_cv.wait(lock, [this] { return m_run_ended; });
-  m_run_ended = false;
-  return {m_run_ok, std::move(m_run_payload)};
+  m_run_cv.wait(lock, [this] { return !m_run_ends.empty(); });
+  auto end = std::move(m_run_ends.front());
+  m_run_ends.pop_front();
+  return end;
 }
 
 void place_engine::barrier() { m_net->barrier(); }

@@ -85,9 +85,12 @@ struct promise_common : promise_base {
 template <class T>
 struct promise final : promise_common {
   task<T> get_return_object() noexcept;
+  // Not a template: `co_return "text";` for a task<std::string> converts at the call (GCC
+  // cannot forward an array through the coroutine's return).
+  void return_value(const T& v) { store(v); }
+  void return_value(T&& v) { store(std::move(v)); }
   template <class U>
-    requires std::is_convertible_v<U&&, T>
-  void return_value(U&& v) {
+  void store(U&& v) {
     if (m_out != nullptr) *m_out = std::forward<U>(v);
     else m_value.emplace(std::forward<U>(v));
   }

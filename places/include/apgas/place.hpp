@@ -67,9 +67,8 @@ constexpr void require_stateless() {
 
 template <class... Args>
 constexpr void require_serializable_args() {
-  static_assert((serializable<std::decay_t<Args>> && ...),
-                "apgas: every argument of async_at/at must be serializable (see "
-                "<apgas/serialization.hpp>); raw pointers never cross places, use global_ref<T>");
+  // One precise message per argument that cannot cross places (see serialization.hpp).
+  (diagnose<std::decay_t<Args>>(), ...);
 }
 
 /// @brief What f(args...) gives back once awaited: R for R or task<R>.

@@ -85,6 +85,8 @@ public:
   const options& opts() const noexcept { return m_local->opts(); }
   /// @brief Workers parked right now (a hint).
   unsigned parked_workers() const noexcept { return m_local->parked_workers(); }
+  /// @brief Network messages this place sent so far (coalesced MPI messages).
+  std::uint64_t mpi_messages_sent() const { return m_engine->transport_counters().mpi_messages_sent; }
   /// @brief Message statistics of this place, one table (what APGAS_STATS=1 prints).
   std::string message_stats() const;
 

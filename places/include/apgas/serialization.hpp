@@ -88,7 +88,6 @@ public:
     }
     return *this;
   }
-  ~byte_writer() = default;
 
   /// @brief Appends n raw bytes.
   void write_bytes(const void* data, std::size_t n) {
@@ -131,13 +130,11 @@ public:
   /// @brief Copies the next n bytes to `out`. @throws serialization_error if fewer are left.
   void read_bytes(void* out, std::size_t n) {
     const std::span<const std::byte> bytes = read_span(n);
-    if (n != 0)
-      std::memcpy(out, bytes.data(), n);
+    if (n != 0) std::memcpy(out, bytes.data(), n);
   }
   /// @brief The next n bytes, in place. @throws serialization_error if fewer are left.
   std::span<const std::byte> read_span(std::size_t n) {
-    if (n > remaining())
-      throw_truncated(n);
+    if (n > remaining()) throw_truncated(n);
     const std::span<const std::byte> bytes = m_data.subspan(m_pos, n);
     m_pos += n;
     return bytes;
@@ -164,8 +161,7 @@ public:
   bool at_end() const noexcept { return m_pos == m_data.size(); }
   /// @brief @throws serialization_error if bytes are left (the reader expected other types).
   void expect_end() const {
-    if (!at_end())
-      fail(std::to_string(remaining()) + " unexpected bytes at the end");
+    if (!at_end()) fail(std::to_string(remaining()) + " unexpected bytes at the end");
   }
   /// @brief Throws serialization_error "corrupt message at offset <position>: <what>"; for
   /// apgas_deserialize functions that find their input invalid.
@@ -197,7 +193,8 @@ public:
   /// @brief An archive writing to `w`.
   explicit output_archive(byte_writer& w) noexcept : m_writer(&w) {}
   /// @brief Writes `value` (which must be serializable).
-  template <class T> output_archive& operator&(const T& value);
+  template <class T>
+  output_archive& operator&(const T& value);
   /// @brief The underlying writer.
   byte_writer& writer() const noexcept { return *m_writer; }
 
@@ -217,7 +214,8 @@ public:
   /// @brief An archive reading from `r`.
   explicit input_archive(byte_reader& r) noexcept : m_reader(&r) {}
   /// @brief Reads into `value` (which must be serializable and not const).
-  template <class T> input_archive& operator&(T& value);
+  template <class T>
+  input_archive& operator&(T& value);
   /// @brief The underlying reader.
   byte_reader& reader() const noexcept { return *m_reader; }
 
@@ -233,7 +231,8 @@ concept serializable = detail::sendable_v<T>;
 namespace detail {
 
 /// @brief One static_assert per reason a type cannot be sent; only the one that applies fires.
-template <class T> consteval void diagnose() {
+template <class T>
+consteval void diagnose() {
   constexpr ser_kind k = verdict_v<T>;
   using enum ser_kind;
   static_assert(k != bad_reference,
@@ -294,14 +293,20 @@ using returned_t = std::conditional_t<std::is_array_v<T> || std::is_function_v<T
                                           std::is_abstract_v<std::remove_reference_t<T>>,
                                       void, T>;
 
-template <class T> inline constexpr bool always_false_v = false;
+template <class T>
+inline constexpr bool always_false_v = false;
 
-template <class T> void write_value(byte_writer& w, const T& value);
-template <class T> T read_value(byte_reader& r);
-template <class T> void read_into(byte_reader& r, T& out);
-template <class T> std::size_t size_value(const T& value);
+template <class T>
+void write_value(byte_writer& w, const T& value);
+template <class T>
+T read_value(byte_reader& r);
+template <class T>
+void read_into(byte_reader& r, T& out);
+template <class T>
+std::size_t size_value(const T& value);
 
-template <class T> T read_bitwise(byte_reader& r) {
+template <class T>
+T read_bitwise(byte_reader& r) {
   if constexpr (std::is_default_constructible_v<T>) {
     T value;
     r.read_bytes(&value, sizeof(T));
@@ -320,8 +325,7 @@ void write_counted(byte_writer& w, const Range& range, WriteOne write_one) {
   const std::size_t count = std::size(range);
   w.write_length(count);
   const std::size_t start = w.size();
-  for (const auto& element : range)
-    write_one(element);
+  for (const auto& element : range) write_one(element);
   if constexpr (min_size<Element>() == 0) {
     if (w.size() - start < count) {
       throw serialization_error(
@@ -332,11 +336,13 @@ void write_counted(byte_writer& w, const Range& range, WriteOne write_one) {
   }
 }
 
-template <class T> consteval std::size_t min_element_bytes() {
+template <class T>
+consteval std::size_t min_element_bytes() {
   return min_size<T>() == 0 ? 1 : min_size<T>();
 }
 
-template <class Variant, std::size_t I> Variant read_alternative(byte_reader& r) {
+template <class Variant, std::size_t I>
+Variant read_alternative(byte_reader& r) {
   using alternative = std::remove_cv_t<std::variant_alternative_t<I, Variant>>;
   return Variant(std::in_place_index<I>, read_value<alternative>(r));
 }
@@ -360,7 +366,8 @@ Array read_std_array(byte_reader& r, std::index_sequence<I...>) {
   return Array{{(static_cast<void>(I), read_value<element>(r))...}};
 }
 
-template <class T> void write_value(byte_writer& w, const T& value) {
+template <class T>
+void write_value(byte_writer& w, const T& value) {
   constexpr ser_kind k = kind_v<T>;
   using enum ser_kind;
   if constexpr (is_bitwise_v<T>) {
@@ -389,16 +396,14 @@ template <class T> void write_value(byte_writer& w, const T& value) {
     w.write_length(value.size());
     std::uint8_t byte = 0;
     for (std::size_t i = 0; i < value.size(); ++i) {
-      if (value[i])
-        byte = static_cast<std::uint8_t>(byte | (1U << (i % 8)));
+      if (value[i]) byte = static_cast<std::uint8_t>(byte | (1U << (i % 8)));
       if (i % 8 == 7 || i + 1 == value.size()) {
         w.write_bytes(&byte, 1);
         byte = 0;
       }
     }
   } else if constexpr (k == std_array || k == c_array) {
-    for (const auto& e : value)
-      write_value(w, e);
+    for (const auto& e : value) write_value(w, e);
   } else if constexpr (k == pair) {
     write_value(w, value.first);
     write_value(w, value.second);
@@ -407,8 +412,7 @@ template <class T> void write_value(byte_writer& w, const T& value) {
   } else if constexpr (k == optional) {
     const std::uint8_t flag = value.has_value() ? 1 : 0;
     w.write_bytes(&flag, 1);
-    if (value)
-      write_value(w, *value);
+    if (value) write_value(w, *value);
   } else if constexpr (k == variant) {
     if (value.valueless_by_exception())
       throw serialization_error("apgas: cannot serialize a valueless std::variant");
@@ -429,7 +433,8 @@ template <class T> void write_value(byte_writer& w, const T& value) {
   }
 }
 
-template <class T> T read_value(byte_reader& r) {
+template <class T>
+T read_value(byte_reader& r) {
   constexpr ser_kind k = kind_v<T>;
   using enum ser_kind;
   if constexpr (k == c_array) {
@@ -439,8 +444,7 @@ template <class T> T read_value(byte_reader& r) {
     return read_bitwise<T>(r);
   } else if constexpr (k == boolean) {
     const auto byte = read_bitwise<std::uint8_t>(r);
-    if (byte > 1)
-      r.fail("a bool byte of " + std::to_string(byte));
+    if (byte > 1) r.fail("a bool byte of " + std::to_string(byte));
     return byte == 1;
   } else if constexpr (k == user_member) {
     T value{};
@@ -468,10 +472,8 @@ template <class T> T read_value(byte_reader& r) {
     } else {
       const std::size_t n = r.read_length(min_element_bytes<element>());
       T c;
-      if constexpr (requires { c.reserve(n); })
-        c.reserve(n);
-      for (std::size_t i = 0; i < n; ++i)
-        c.push_back(read_value<element>(r));
+      if constexpr (requires { c.reserve(n); }) c.reserve(n);
+      for (std::size_t i = 0; i < n; ++i) c.push_back(read_value<element>(r));
       return c;
     }
   } else if constexpr (k == vector_bool) {
@@ -488,8 +490,7 @@ template <class T> T read_value(byte_reader& r) {
     using element = typename T::value_type;
     if constexpr (std::is_default_constructible_v<element>) {
       T a;
-      for (auto& e : a)
-        read_into(r, e);
+      for (auto& e : a) read_into(r, e);
       return a;
     } else {
       return read_std_array<T>(r, std::make_index_sequence<std::tuple_size_v<T>>{});
@@ -502,10 +503,8 @@ template <class T> T read_value(byte_reader& r) {
     return read_tuple<T>(r, std::make_index_sequence<std::tuple_size_v<T>>{});
   } else if constexpr (k == optional) {
     const auto flag = read_bitwise<std::uint8_t>(r);
-    if (flag > 1)
-      r.fail("an optional flag of " + std::to_string(flag));
-    if (flag == 0)
-      return T{};
+    if (flag > 1) r.fail("an optional flag of " + std::to_string(flag));
+    if (flag == 0) return T{};
     return T(std::in_place, read_value<typename T::value_type>(r));
   } else if constexpr (k == variant) {
     const auto index = read_bitwise<std::uint64_t>(r);
@@ -520,8 +519,7 @@ template <class T> T read_value(byte_reader& r) {
     using mapped = typename T::mapped_type;
     const std::size_t n = r.read_length(min_element_bytes<std::pair<key, mapped>>());
     T m;
-    if constexpr (requires { m.reserve(n); })
-      m.reserve(n);
+    if constexpr (requires { m.reserve(n); }) m.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
       key entry_key = read_value<key>(r);
       mapped entry_value = read_value<mapped>(r);
@@ -532,24 +530,21 @@ template <class T> T read_value(byte_reader& r) {
     using key = typename T::key_type;
     const std::size_t n = r.read_length(min_element_bytes<key>());
     T s;
-    if constexpr (requires { s.reserve(n); })
-      s.reserve(n);
-    for (std::size_t i = 0; i < n; ++i)
-      s.emplace_hint(s.end(), read_value<key>(r));
+    if constexpr (requires { s.reserve(n); }) s.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) s.emplace_hint(s.end(), read_value<key>(r));
     return s;
   } else {
     static_assert(always_false_v<T>, "apgas: internal error: no reader for this kind");
   }
 }
 
-template <class T> void read_into(byte_reader& r, T& out) {
+template <class T>
+void read_into(byte_reader& r, T& out) {
   constexpr ser_kind k = kind_v<T>;
   if constexpr (k == ser_kind::c_array || k == ser_kind::std_array) {
-    if constexpr (is_bitwise_v<T>)
-      r.read_bytes(std::addressof(out), sizeof(T));
+    if constexpr (is_bitwise_v<T>) r.read_bytes(std::addressof(out), sizeof(T));
     else
-      for (auto& e : out)
-        read_into(r, e);
+      for (auto& e : out) read_into(r, e);
   } else if constexpr (k == ser_kind::user_member) {
     input_archive archive(r);
     out.serialize(archive);
@@ -558,7 +553,8 @@ template <class T> void read_into(byte_reader& r, T& out) {
   }
 }
 
-template <class T> std::size_t size_value(const T& value) {
+template <class T>
+std::size_t size_value(const T& value) {
   constexpr ser_kind k = kind_v<T>;
   using enum ser_kind;
   constexpr std::size_t count_bytes = sizeof(std::uint64_t);
@@ -579,16 +575,14 @@ template <class T> std::size_t size_value(const T& value) {
       return count_bytes + value.size() * sizeof(element);
     } else {
       std::size_t n = count_bytes;
-      for (const auto& e : value)
-        n += size_value(e);
+      for (const auto& e : value) n += size_value(e);
       return n;
     }
   } else if constexpr (k == vector_bool) {
     return count_bytes + (value.size() + 7) / 8;
   } else if constexpr (k == std_array || k == c_array) {
     std::size_t n = 0;
-    for (const auto& e : value)
-      n += size_value(e);
+    for (const auto& e : value) n += size_value(e);
     return n;
   } else if constexpr (k == pair) {
     return size_value(value.first) + size_value(value.second);
@@ -603,8 +597,7 @@ template <class T> std::size_t size_value(const T& value) {
     return count_bytes + std::visit([](const auto& a) { return size_value(a); }, value);
   } else if constexpr (k == map) {
     std::size_t n = count_bytes;
-    for (const auto& [key, mapped] : value)
-      n += size_value(key) + size_value(mapped);
+    for (const auto& [key, mapped] : value) n += size_value(key) + size_value(mapped);
     return n;
   } else {
     static_assert(always_false_v<T>, "apgas: internal error: no size for this kind");
@@ -615,15 +608,16 @@ template <class T> std::size_t size_value(const T& value) {
 
 /// @brief Appends `value` to `w`. Rejected at compile time unless serializable<T>.
 /// @throws serialization_error for values that cannot be written (a valueless variant).
-template <class T> void serialize(byte_writer& w, const T& value) {
+template <class T>
+void serialize(byte_writer& w, const T& value) {
   detail::diagnose<T>();
-  if constexpr (serializable<T>)
-    detail::write_value<std::remove_cv_t<T>>(w, value);
+  if constexpr (serializable<T>) detail::write_value<std::remove_cv_t<T>>(w, value);
 }
 
 /// @brief Reads a T written by serialize(). @throws serialization_error on truncated or
 /// corrupt input.
-template <class T> detail::returned_t<T> deserialize(byte_reader& r) {
+template <class T>
+detail::returned_t<T> deserialize(byte_reader& r) {
   detail::diagnose<T>();
   static_assert(!std::is_array_v<T>, "apgas: deserialize<T[N]>() cannot return a C array: use "
                                      "deserialize(reader, array) or std::array<T, N>");
@@ -636,25 +630,25 @@ template <class T> detail::returned_t<T> deserialize(byte_reader& r) {
 
 /// @brief Reads into `out` (C arrays and user types are read in place).
 /// @throws serialization_error on truncated or corrupt input.
-template <class T> void deserialize(byte_reader& r, T& out) {
+template <class T>
+void deserialize(byte_reader& r, T& out) {
   detail::diagnose<T>();
   static_assert(!std::is_const_v<T>, "apgas: deserialize(reader, out): out is const");
-  if constexpr (serializable<T> && !std::is_const_v<T>)
-    detail::read_into(r, out);
+  if constexpr (serializable<T> && !std::is_const_v<T>) detail::read_into(r, out);
 }
 
 /// @brief The number of bytes serialize(w, value) appends (computed without writing, except
 /// for user-declared types, which are serialized into a scratch buffer).
-template <class T> std::size_t serialized_size(const T& value) {
+template <class T>
+std::size_t serialized_size(const T& value) {
   detail::diagnose<T>();
-  if constexpr (serializable<T>)
-    return detail::size_value<std::remove_cv_t<T>>(value);
-  else
-    return 0;
+  if constexpr (serializable<T>) return detail::size_value<std::remove_cv_t<T>>(value);
+  else return 0;
 }
 
 /// @brief Appends every argument in order: the arguments of an active message.
-template <class... Args> void serialize_all(byte_writer& w, const Args&... args) {
+template <class... Args>
+void serialize_all(byte_writer& w, const Args&... args) {
   (detail::diagnose<Args>(), ...);
   if constexpr ((serializable<Args> && ...))
     (detail::write_value<std::remove_cv_t<Args>>(w, args), ...);
@@ -662,7 +656,8 @@ template <class... Args> void serialize_all(byte_writer& w, const Args&... args)
 
 /// @brief Reads what serialize_all(w, Args...) wrote, in order.
 /// @throws serialization_error on truncated or corrupt input.
-template <class... Args> std::tuple<Args...> deserialize_all(byte_reader& r) {
+template <class... Args>
+std::tuple<Args...> deserialize_all(byte_reader& r) {
   (detail::diagnose<Args>(), ...);
   static_assert(!(std::is_array_v<Args> || ...),
                 "apgas: deserialize_all cannot return C arrays: use std::array<T, N>");
@@ -675,7 +670,8 @@ template <class... Args> std::tuple<Args...> deserialize_all(byte_reader& r) {
 }
 
 /// @brief `value` serialized into a new buffer.
-template <class T> std::vector<std::byte> to_bytes(const T& value) {
+template <class T>
+std::vector<std::byte> to_bytes(const T& value) {
   byte_writer w;
   serialize(w, value);
   return w.take();
@@ -683,7 +679,8 @@ template <class T> std::vector<std::byte> to_bytes(const T& value) {
 
 /// @brief The T that `bytes` holds, which must be all of them.
 /// @throws serialization_error on truncated or corrupt input, or bytes left over.
-template <class T> detail::returned_t<T> from_bytes(std::span<const std::byte> bytes) {
+template <class T>
+detail::returned_t<T> from_bytes(std::span<const std::byte> bytes) {
   byte_reader r(bytes);
   if constexpr (std::is_void_v<detail::returned_t<T>>) {
     deserialize<T>(r); // reports why T cannot be returned
@@ -694,19 +691,19 @@ template <class T> detail::returned_t<T> from_bytes(std::span<const std::byte> b
   }
 }
 
-template <class T> output_archive& output_archive::operator&(const T& value) {
+template <class T>
+output_archive& output_archive::operator&(const T& value) {
   detail::diagnose<T>();
-  if constexpr (serializable<T>)
-    detail::write_value<std::remove_cv_t<T>>(*m_writer, value);
+  if constexpr (serializable<T>) detail::write_value<std::remove_cv_t<T>>(*m_writer, value);
   return *this;
 }
 
-template <class T> input_archive& input_archive::operator&(T& value) {
+template <class T>
+input_archive& input_archive::operator&(T& value) {
   detail::diagnose<T>();
   static_assert(!std::is_const_v<T>, "apgas: serialize(): cannot read into a const member; "
                                      "drop the const, or use apgas_serialize/apgas_deserialize");
-  if constexpr (serializable<T> && !std::is_const_v<T>)
-    detail::read_into(*m_reader, value);
+  if constexpr (serializable<T> && !std::is_const_v<T>) detail::read_into(*m_reader, value);
   return *this;
 }
 

@@ -13,10 +13,12 @@ std::optional<frame_error> validate_frames(std::span<const std::byte> network_me
   const std::size_t size = network_message.size();
   while (offset < size) {
     const std::size_t remaining = size - offset;
-    if (remaining < k_frame_header) return frame_error{offset, 0, remaining};
+    if (remaining < k_frame_header)
+      return frame_error{offset, 0, remaining};
     std::uint32_t length;
     std::memcpy(&length, network_message.data() + offset, k_frame_header);
-    if (length > remaining - k_frame_header) return frame_error{offset, length, remaining};
+    if (length > remaining - k_frame_header)
+      return frame_error{offset, length, remaining};
     offset += k_frame_header + length;
   }
   return std::nullopt;
@@ -30,8 +32,8 @@ std::size_t count_frames(std::span<const std::byte> network_message) noexcept {
 }
 
 std::string describe(const frame_error& error, place_id from) {
-  std::string text = "apgas transport: corrupt network message from place " +
-                     std::to_string(from) + ": the frame at byte " + std::to_string(error.offset);
+  std::string text = "apgas transport: corrupt network message from place " + std::to_string(from) +
+                     ": the frame at byte " + std::to_string(error.offset);
   if (error.remaining < k_frame_header)
     return text + " has a cut length prefix (" + std::to_string(error.remaining) + " bytes left)";
   return text + " claims " + std::to_string(error.claimed) + " bytes but only " +
@@ -60,7 +62,8 @@ struct alignas(64) coalescer::slot {
 coalescer::coalescer(std::size_t destinations, const transport_options& options)
     : m_options(options), m_destinations(destinations),
       m_slots(std::make_unique<slot[]>(destinations)) {
-  if (options.buffer_bytes == 0) throw std::invalid_argument("apgas transport: buffer_bytes is 0");
+  if (options.buffer_bytes == 0 || options.buffer_bytes > k_max_message_bytes)
+    throw std::invalid_argument("apgas transport: buffer_bytes must be in [1, 2 GiB)");
   // Each destination is listed at most once, so these never reallocate after this.
   m_active.reserve(destinations);
   m_scan.reserve(destinations);
@@ -75,8 +78,7 @@ void coalescer::lower_next_due(clock::time_point due) noexcept {
   // appender's lowering is not overwritten by collect()'s reset, comes from the slot mutex
   // (see collect()), and RMWs always act on the latest value.
   std::int64_t seen = m_next_due.load(std::memory_order_relaxed);
-  while (ns < seen &&
-         !m_next_due.compare_exchange_weak(seen, ns, std::memory_order_relaxed)) {
+  while (ns < seen && !m_next_due.compare_exchange_weak(seen, ns, std::memory_order_relaxed)) {
   }
 }
 
@@ -90,6 +92,8 @@ void coalescer::start_buffer_locked(place_id to, slot& s, std::size_t frame_byte
   s.current.reserve(std::max(want, frame_bytes));
   if (!s.listed) {
     s.listed = true;
+    // relaxed: a hint for collect_pending(); see m_listed.
+    m_listed.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard active(m_active_lock);
     m_active.push_back(to);
   }
@@ -119,7 +123,8 @@ bool coalescer::append(place_id to, std::span<const std::byte> message) {
     seal_locked(s); // the new frame would overflow: the full buffer leaves first
     sealed = true;
   }
-  if (s.current.empty()) start_buffer_locked(to, s, frame_bytes);
+  if (s.current.empty())
+    start_buffer_locked(to, s, frame_bytes);
   append_frame(s.current, message);
   ++s.current_messages;
   // relaxed: this thread reads it back right after (coherence), other readers use it as a hint;
@@ -137,7 +142,8 @@ bool coalescer::append(place_id to, std::span<const std::byte> message) {
 bool coalescer::seal(place_id to) {
   slot& s = m_slots[to];
   std::lock_guard lock(s.lock);
-  if (s.current.empty()) return false;
+  if (s.current.empty())
+    return false;
   seal_locked(s); // stays listed: collect() finds the ready buffer
   return true;
 }
@@ -145,7 +151,8 @@ bool coalescer::seal(place_id to) {
 bool coalescer::collect_pending(seal_mode mode, clock::time_point now) const noexcept {
   // relaxed: hints. A stale "nothing" delays the buffer to the next poll at most, because the
   // value is eventually visible and the transport polls again.
-  if (m_ready.load(std::memory_order_relaxed) != 0) return true;
+  if (m_ready.load(std::memory_order_relaxed) != 0)
+    return true;
   switch (mode) {
   case seal_mode::none:
     return false;
@@ -153,7 +160,7 @@ bool coalescer::collect_pending(seal_mode mode, clock::time_point now) const noe
     return std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count() >=
            m_next_due.load(std::memory_order_relaxed);
   case seal_mode::all:
-    return !idle();
+    return m_listed.load(std::memory_order_relaxed) != 0;
   }
   return true;
 }
@@ -190,13 +197,15 @@ std::size_t coalescer::collect(seal_mode mode, clock::time_point now,
       else if (m_options.coalesce)
         lower_next_due(s.due);
     }
-    for (sealed_buffer& b : s.ready) out.push_back(outgoing_buffer{to, std::move(b)});
+    for (sealed_buffer& b : s.ready)
+      out.push_back(outgoing_buffer{to, std::move(b)});
     handed += s.ready.size();
     // relaxed: see seal_locked().
     m_ready.fetch_sub(s.ready.size(), std::memory_order_relaxed);
     s.ready.clear();
     if (s.current.empty()) {
       s.listed = false;
+      m_listed.fetch_sub(1, std::memory_order_relaxed); // relaxed: see m_listed
     } else {
       std::lock_guard active(m_active_lock);
       m_active.push_back(to);
@@ -208,11 +217,13 @@ std::size_t coalescer::collect(seal_mode mode, clock::time_point now,
 
 void coalescer::recycle(place_id to, byte_buffer&& buffer) {
   // Oversized buffers (a big message) are dropped: the pool keeps memory bounded.
-  if (buffer.capacity() == 0 || buffer.capacity() > 2 * m_options.buffer_bytes) return;
+  if (buffer.capacity() == 0 || buffer.capacity() > 2 * m_options.buffer_bytes)
+    return;
   buffer.clear();
   slot& s = m_slots[to];
   std::lock_guard lock(s.lock);
-  if (s.pool.size() < k_pool_per_destination) s.pool.push_back(std::move(buffer));
+  if (s.pool.size() < k_pool_per_destination)
+    s.pool.push_back(std::move(buffer));
 }
 
 void coalescer::complete(place_id to, std::size_t bytes) noexcept {
@@ -229,7 +240,8 @@ std::uint64_t coalescer::outstanding(place_id to) const noexcept {
 bool coalescer::idle() const noexcept {
   for (std::size_t i = 0; i < m_destinations; ++i)
     // acquire: see complete().
-    if (m_slots[i].outstanding.load(std::memory_order_acquire) != 0) return false;
+    if (m_slots[i].outstanding.load(std::memory_order_acquire) != 0)
+      return false;
   return true;
 }
 

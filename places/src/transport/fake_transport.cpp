@@ -27,13 +27,13 @@ struct wire_message {
 /// The queue of network messages towards one endpoint. Guarded by `lock`.
 struct inbox {
   std::mutex lock;
-  std::vector<wire_message> fifo;                    ///< arrival order (no reordering)
-  std::vector<std::deque<wire_message>> by_source;   ///< per source (reordering)
-  std::size_t count = 0;                             ///< messages queued
-  std::uint64_t bytes = 0;                           ///< bytes queued
-  std::uint64_t peak_bytes = 0;                      ///< high-water mark of `bytes`
-  std::mt19937_64 rng;                               ///< reordering choices
-  std::vector<place_id> sources;                     ///< scratch: non-empty sources
+  std::vector<wire_message> fifo;                  ///< arrival order (no reordering)
+  std::vector<std::deque<wire_message>> by_source; ///< per source (reordering)
+  std::size_t count = 0;                           ///< messages queued
+  std::uint64_t bytes = 0;                         ///< bytes queued
+  std::uint64_t peak_bytes = 0;                    ///< high-water mark of `bytes`
+  std::mt19937_64 rng;                             ///< reordering choices
+  std::vector<place_id> sources;                   ///< scratch: non-empty sources
 };
 
 class fake_endpoint;
@@ -84,7 +84,8 @@ public:
     }
     // acquire: pairs with the last arriver's release.
     while (m_net.barrier_generation.load(std::memory_order_acquire) == generation) {
-      if (poll() == 0) std::this_thread::yield();
+      if (poll() == 0)
+        std::this_thread::yield();
     }
   }
 
@@ -117,7 +118,8 @@ void fake_endpoint::net_receive() {
     const bool injected = m.injected;
     accept(received{from, std::move(m.bytes), injected ? origin::injected : origin::network});
     // After accept(): the sender is not seen idle before we are seen busy (see accept()).
-    if (!injected) m_net.endpoints[from]->completed_to(m_here, bytes);
+    if (!injected)
+      m_net.endpoints[from]->completed_to(m_here, bytes);
   }
   m_taken.clear();
 }
@@ -125,9 +127,10 @@ void fake_endpoint::net_receive() {
 } // namespace
 
 fake_network::impl::impl(std::size_t places, const transport_options& opts, std::uint64_t seed,
-                         bool reorder_, bool same_source)
-    : options(opts), reorder(reorder_), reorder_same_source(same_source) {
-  if (places == 0) throw std::invalid_argument("apgas fake_network: no places");
+                         bool reorder_sources, bool same_source)
+    : options(opts), reorder(reorder_sources), reorder_same_source(same_source) {
+  if (places == 0)
+    throw std::invalid_argument("apgas fake_network: no places");
   inboxes.reserve(places);
   endpoints.reserve(places);
   for (std::size_t p = 0; p < places; ++p) {
@@ -137,8 +140,8 @@ fake_network::impl::impl(std::size_t places, const transport_options& opts, std:
     inboxes.push_back(std::move(box));
   }
   for (std::size_t p = 0; p < places; ++p)
-    endpoints.push_back(std::make_unique<fake_endpoint>(
-        *this, static_cast<place_id>(p), static_cast<place_id>(places), opts));
+    endpoints.push_back(std::make_unique<fake_endpoint>(*this, static_cast<place_id>(p),
+                                                        static_cast<place_id>(places), opts));
 }
 
 void fake_network::impl::push(place_id from, place_id to, byte_buffer&& bytes, bool injected) {
@@ -157,9 +160,11 @@ void fake_network::impl::push(place_id from, place_id to, byte_buffer&& bytes, b
 void fake_network::impl::take(place_id to, std::vector<wire_message>& out) {
   inbox& box = *inboxes[to];
   std::lock_guard lock(box.lock);
-  if (box.count == 0) return;
+  if (box.count == 0)
+    return;
   if (!reorder) {
-    for (wire_message& m : box.fifo) out.push_back(std::move(m));
+    for (wire_message& m : box.fifo)
+      out.push_back(std::move(m));
     box.fifo.clear();
   } else {
     // Everything queued, in a random interleaving of the sources (and, if asked, a random
@@ -167,11 +172,13 @@ void fake_network::impl::take(place_id to, std::vector<wire_message>& out) {
     while (out.size() < box.count) {
       box.sources.clear();
       for (std::size_t s = 0; s < box.by_source.size(); ++s)
-        if (!box.by_source[s].empty()) box.sources.push_back(static_cast<place_id>(s));
+        if (!box.by_source[s].empty())
+          box.sources.push_back(static_cast<place_id>(s));
       std::uniform_int_distribution<std::size_t> pick_source(0, box.sources.size() - 1);
       std::deque<wire_message>& q = box.by_source[box.sources[pick_source(box.rng)]];
       std::size_t i = 0;
-      if (reorder_same_source) i = std::uniform_int_distribution<std::size_t>(0, q.size() - 1)(box.rng);
+      if (reorder_same_source)
+        i = std::uniform_int_distribution<std::size_t>(0, q.size() - 1)(box.rng);
       out.push_back(std::move(q[i]));
       q.erase(q.begin() + static_cast<std::ptrdiff_t>(i));
     }
@@ -180,8 +187,8 @@ void fake_network::impl::take(place_id to, std::vector<wire_message>& out) {
   box.bytes = 0;
 }
 
-fake_network::fake_network(std::size_t places, const transport_options& options,
-                           std::uint64_t seed, bool reorder, bool reorder_same_source)
+fake_network::fake_network(std::size_t places, const transport_options& options, std::uint64_t seed,
+                           bool reorder, bool reorder_same_source)
     : m_impl(std::make_unique<impl>(places, options, seed, reorder, reorder_same_source)) {}
 
 fake_network::~fake_network() = default;
@@ -198,7 +205,8 @@ place_id fake_network::places() const noexcept {
 
 std::size_t fake_network::poll_all() {
   std::size_t delivered = 0;
-  for (auto& e : m_impl->endpoints) delivered += e->poll();
+  for (auto& e : m_impl->endpoints)
+    delivered += e->poll();
   return delivered;
 }
 

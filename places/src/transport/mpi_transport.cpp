@@ -11,14 +11,15 @@
 #include "apgas/detail/transport_mpi.hpp"
 
 #include "transport_base.hpp"
-
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -41,11 +42,11 @@ constexpr std::chrono::seconds k_shutdown_wait{10};
 std::atomic<int> g_live_transports{0};
 
 std::string error_text(int code) {
-  char text[MPI_MAX_ERROR_STRING];
+  std::array<char, MPI_MAX_ERROR_STRING> text{};
   int length = 0;
-  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+  if (MPI_Error_string(code, text.data(), &length) != MPI_SUCCESS)
     return "MPI error code " + std::to_string(code);
-  return std::string(text, static_cast<std::size_t>(length));
+  return {text.data(), static_cast<std::size_t>(length)};
 }
 
 void check(int rc, const char* what) {
@@ -80,9 +81,12 @@ int to_mpi(mpi_thread_level level) noexcept {
 }
 
 mpi_thread_level from_mpi(int level) noexcept {
-  if (level >= MPI_THREAD_MULTIPLE) return mpi_thread_level::multiple;
-  if (level >= MPI_THREAD_SERIALIZED) return mpi_thread_level::serialized;
-  if (level >= MPI_THREAD_FUNNELED) return mpi_thread_level::funneled;
+  if (level >= MPI_THREAD_MULTIPLE)
+    return mpi_thread_level::multiple;
+  if (level >= MPI_THREAD_SERIALIZED)
+    return mpi_thread_level::serialized;
+  if (level >= MPI_THREAD_FUNNELED)
+    return mpi_thread_level::funneled;
   return mpi_thread_level::single;
 }
 
@@ -125,13 +129,15 @@ void mpi_transport::net_send(place_id to, sealed_buffer&& buffer) {
 }
 
 void mpi_transport::net_complete_sends() {
-  if (m_requests.empty()) return;
+  if (m_requests.empty())
+    return;
   m_done.resize(m_requests.size());
   int count = 0;
-  check(MPI_Testsome(static_cast<int>(m_requests.size()), m_requests.data(), &count,
-                     m_done.data(), MPI_STATUSES_IGNORE),
+  check(MPI_Testsome(static_cast<int>(m_requests.size()), m_requests.data(), &count, m_done.data(),
+                     MPI_STATUSES_IGNORE),
         "MPI_Testsome");
-  if (count <= 0) return; // 0: none done; MPI_UNDEFINED: no active request
+  if (count <= 0)
+    return; // 0: none done; MPI_UNDEFINED: no active request
   for (int k = 0; k < count; ++k) {
     in_flight& f = m_in_flight[static_cast<std::size_t>(m_done[static_cast<std::size_t>(k)])];
     const std::size_t bytes = f.bytes.size();
@@ -141,7 +147,8 @@ void mpi_transport::net_complete_sends() {
   // Completed requests are MPI_REQUEST_NULL now: compact both arrays in step.
   std::size_t kept = 0;
   for (std::size_t i = 0; i < m_requests.size(); ++i) {
-    if (m_requests[i] == MPI_REQUEST_NULL) continue;
+    if (m_requests[i] == MPI_REQUEST_NULL)
+      continue;
     if (kept != i) {
       m_requests[kept] = m_requests[i];
       m_in_flight[kept] = std::move(m_in_flight[i]);
@@ -158,7 +165,8 @@ void mpi_transport::net_receive() {
     MPI_Message message;
     MPI_Status status;
     check(MPI_Improbe(MPI_ANY_SOURCE, k_tag, m_comm, &flag, &message, &status), "MPI_Improbe");
-    if (flag == 0) return;
+    if (flag == 0)
+      return;
     int count = 0;
     check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
     if (count == MPI_UNDEFINED || count < 0)
@@ -198,8 +206,10 @@ void mpi_transport::barrier() {
       std::lock_guard net(m_net_lock);
       check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
     }
-    if (done != 0) return;
-    if (delivered == 0) std::this_thread::yield(); // ranks may share cores: let others run
+    if (done != 0)
+      return;
+    if (delivered == 0)
+      std::this_thread::yield(); // ranks may share cores: let others run
   }
 }
 
@@ -222,7 +232,7 @@ mpi_transport::~mpi_transport() {
   if (mpi_is_finalized()) {
     // Misuse (finalize before destroy): MPI may still own our send buffers; leak them.
     std::fprintf(stderr, "apgas transport: destroyed after MPI_Finalize; leaking its buffers\n");
-    new std::vector<in_flight>(std::move(m_in_flight));
+    (void)new (std::nothrow) std::vector<in_flight>(std::move(m_in_flight));
   } else {
     std::lock_guard net(m_net_lock);
     // Let our sends complete. Peers may be waiting for us to receive their last (rendezvous)
@@ -237,13 +247,16 @@ mpi_transport::~mpi_transport() {
         break;
       }
       receive_and_drop_locked();
-      if (!m_requests.empty()) std::this_thread::yield();
+      if (!m_requests.empty())
+        std::this_thread::yield();
     }
     if (!m_requests.empty()) {
       std::fprintf(stderr, "apgas transport: %zu sends incomplete at shutdown; abandoned\n",
                    m_requests.size());
-      for (MPI_Request& r : m_requests) MPI_Request_free(&r);
-      new std::vector<in_flight>(std::move(m_in_flight)); // MPI may still read them: leaked
+      for (MPI_Request& r : m_requests)
+        MPI_Request_free(&r);
+      // MPI may still read them: leaked on purpose.
+      (void)new (std::nothrow) std::vector<in_flight>(std::move(m_in_flight));
     }
     MPI_Comm_free(&m_comm);
   }
@@ -294,13 +307,16 @@ void mpi_finalize() {
   // acquire: see g_live_transports.
   if (g_live_transports.load(std::memory_order_acquire) != 0)
     throw std::logic_error("apgas: mpi_finalize() while an MPI transport still exists");
-  if (!mpi_is_initialized() || mpi_is_finalized()) return;
+  if (!mpi_is_initialized() || mpi_is_finalized())
+    return;
   const int rc = MPI_Finalize();
-  if (rc != MPI_SUCCESS) throw std::runtime_error("apgas: MPI_Finalize failed: " + error_text(rc));
+  if (rc != MPI_SUCCESS)
+    throw std::runtime_error("apgas: MPI_Finalize failed: " + error_text(rc));
 }
 
 void mpi_abort(int code) noexcept {
-  if (mpi_is_initialized() && !mpi_is_finalized()) MPI_Abort(MPI_COMM_WORLD, code);
+  if (mpi_is_initialized() && !mpi_is_finalized())
+    MPI_Abort(MPI_COMM_WORLD, code);
   std::fflush(nullptr);
   std::_Exit(code); // not initialised (or MPI_Abort returned): still end this process
 }
@@ -308,10 +324,10 @@ void mpi_abort(int code) noexcept {
 bool mpi_launched() noexcept {
   // Open MPI, MPICH/Hydra and Intel MPI (PMI), PMIx launchers (Open MPI 5, srun --mpi=pmix),
   // Slurm's srun with PMI-1/2.
-  static constexpr const char* k_variables[] = {
+  static constexpr std::array<const char*, 5> k_variables = {
       "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK", "MPI_LOCALNRANKS",
   };
-  return std::any_of(std::begin(k_variables), std::end(k_variables),
+  return std::any_of(k_variables.begin(), k_variables.end(),
                      [](const char* name) { return std::getenv(name) != nullptr; });
 }
 

@@ -15,7 +15,8 @@ void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1) noexcept {
 
 transport_base::transport_base(place_id here, place_id places, const transport_options& options)
     : m_here(here), m_places(places), m_options(options), m_coalescer(places, options) {
-  if (here >= places) throw std::invalid_argument("apgas transport: here >= places");
+  if (here >= places)
+    throw std::invalid_argument("apgas transport: here >= places");
 }
 
 // ---- sending --------------------------------------------------------------------------------
@@ -26,8 +27,10 @@ void transport_base::send(place_id to, std::span<const std::byte> message) {
                             std::to_string(m_places));
   // A full buffer leaves at once if the network is free; otherwise the current holder of the
   // network lock, or the next poll, sends it (never block a sender on the network).
-  if (m_coalescer.append(to, message)) try_progress_sends();
-  if (m_coalescer.outstanding(to) > m_options.max_outstanding_bytes) wait_for_room(to);
+  if (m_coalescer.append(to, message))
+    try_progress_sends();
+  if (m_coalescer.outstanding(to) > m_options.max_outstanding_bytes)
+    wait_for_room(to);
 }
 
 void transport_base::wait_for_room(place_id to) {
@@ -39,11 +42,15 @@ void transport_base::wait_for_room(place_id to) {
     // Keeps receiving (and, unless nested in a handler, delivering) while waiting: a peer
     // waiting for room towards us can then proceed, so two full places do not deadlock.
     poll();
-    if (m_coalescer.outstanding(to) > m_options.max_outstanding_bytes) std::this_thread::yield();
+    if (m_coalescer.outstanding(to) > m_options.max_outstanding_bytes)
+      std::this_thread::yield();
   }
 }
 
 void transport_base::flush() {
+  // Idle workers flush before parking: with nothing buffered, skip the network lock.
+  if (!m_coalescer.collect_pending(coalescer::seal_mode::all, {}))
+    return;
   std::lock_guard net(m_net_lock);
   drain_locked(coalescer::seal_mode::all);
   net_complete_sends();
@@ -51,7 +58,8 @@ void transport_base::flush() {
 
 bool transport_base::try_progress_sends() {
   std::unique_lock net(m_net_lock, std::try_to_lock);
-  if (!net.owns_lock()) return false;
+  if (!net.owns_lock())
+    return false;
   drain_locked(coalescer::seal_mode::none);
   net_complete_sends();
   return true;
@@ -59,7 +67,8 @@ bool transport_base::try_progress_sends() {
 
 void transport_base::drain_locked(coalescer::seal_mode mode) {
   const auto now = coalescer::clock::now();
-  if (!m_coalescer.collect_pending(mode, now)) return;
+  if (!m_coalescer.collect_pending(mode, now))
+    return;
   struct clear_on_exit {
     std::vector<outgoing_buffer>& v;
     ~clear_on_exit() { v.clear(); }
@@ -99,7 +108,8 @@ void transport_base::progress(coalescer::seal_mode mode, bool receive) {
   std::lock_guard net(m_net_lock);
   drain_locked(mode);
   net_complete_sends();
-  if (!receive) return;
+  if (!receive)
+    return;
   net_receive();
   for (received& r : m_loopback) {
     const std::size_t bytes = r.bytes.size();
@@ -119,7 +129,8 @@ std::size_t transport_base::poll() {
     return 0;
   }
   std::unique_lock lock(m_poll_lock, std::try_to_lock);
-  if (!lock.owns_lock()) return 0;
+  if (!lock.owns_lock())
+    return 0;
   m_poll_owner.store(me, std::memory_order_relaxed);
   struct clear_owner { // declared after `lock`: runs before the unlock
     std::atomic<std::thread::id>& owner;
@@ -137,7 +148,8 @@ std::size_t transport_base::deliver() {
   std::size_t budget = m_pending.size() - m_pending_head;
   for (;;) {
     if (!m_has_current) {
-      if (budget == 0 || m_pending_head == m_pending.size()) break;
+      if (budget == 0 || m_pending_head == m_pending.size())
+        break;
       --budget;
       m_current = std::move(m_pending[m_pending_head++]);
       if (m_pending_head == m_pending.size()) {

@@ -95,7 +95,7 @@ private:
   // head index rather than a deque, which would allocate and free blocks as it moves along.
   std::vector<received> m_pending;
   std::size_t m_pending_head = 0;
-  received m_current;             ///< the network message being delivered
+  received m_current; ///< the network message being delivered
   bool m_has_current = false;
   std::size_t m_offset = 0; ///< next frame of m_current
 

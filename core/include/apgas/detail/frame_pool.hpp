@@ -56,6 +56,12 @@ public:
   }
 
 
+  /// @brief Bytes really allocated for a frame of `bytes` (its class size when pooled).
+  static std::size_t block_size(std::size_t bytes) noexcept {
+    const std::size_t c = class_of(bytes);
+    return c < k_classes ? (c + 1) * k_granule : bytes;
+  }
+
 private:
   struct free_block {
     free_block* next;
@@ -73,6 +79,9 @@ inline thread_local constinit frame_pool* t_frame_pool = nullptr;
 inline void* allocate_frame(std::size_t bytes) {
   if constexpr (k_frame_pool_enabled) {
     if (frame_pool* pool = t_frame_pool) return pool->allocate(bytes);
+    // Off a worker: still allocate the whole size class, because the frame may be freed on a
+    // worker, whose pool will hand the block out again for any frame of that class.
+    return ::operator new(frame_pool::block_size(bytes));
   }
   return ::operator new(bytes);
 }

@@ -71,7 +71,8 @@ public:
   void clear() noexcept { m_size = 0; }
   /// @brief Makes room for `n` bytes in total (contents kept).
   void reserve(std::size_t n) {
-    if (n > m_capacity) grow(n);
+    if (n > m_capacity)
+      grow(n);
   }
   /// @brief Sets the size to `n`; bytes beyond the old size are indeterminate (to be written).
   void resize_for_overwrite(std::size_t n) {
@@ -80,15 +81,18 @@ public:
   }
   /// @brief Appends `n` bytes from `p`.
   void append(const void* p, std::size_t n) {
-    if (m_size + n > m_capacity) grow(std::max(m_size + n, 2 * m_capacity));
-    if (n != 0) std::memcpy(m_data.get() + m_size, p, n);
+    if (m_size + n > m_capacity)
+      grow(std::max(m_size + n, 2 * m_capacity));
+    if (n != 0)
+      std::memcpy(m_data.get() + m_size, p, n);
     m_size += n;
   }
 
 private:
   void grow(std::size_t n) {
     auto bigger = std::make_unique_for_overwrite<std::byte[]>(n);
-    if (m_size != 0) std::memcpy(bigger.get(), m_data.get(), m_size);
+    if (m_size != 0)
+      std::memcpy(bigger.get(), m_data.get(), m_size);
     m_data = std::move(bigger);
     m_capacity = n;
   }
@@ -182,8 +186,9 @@ public:
   /// @brief Seals the buffer of `to` if it is not empty. @return true if it sealed one.
   bool seal(place_id to);
 
-  /// @brief Cheap test: would collect(mode, now) find anything to hand out?
-  /// (For seal_mode::all it answers "is anything buffered at all".)
+  /// @brief Cheap test: would collect(mode, now) find anything to hand out? (For
+  /// seal_mode::all: is anything buffered at all.) May err towards "yes", never lastingly
+  /// towards "no" for buffers appended by this thread or by threads it synchronised with.
   bool collect_pending(seal_mode mode, clock::time_point now) const noexcept;
 
   /// @brief Seals per `mode`, then moves every sealed buffer to `out`, in per-destination order
@@ -223,13 +228,17 @@ private:
   /// Sealed buffers not yet collected, over all destinations. Written under slot locks; read
   /// without one as a hint by collect_pending().
   std::atomic<std::size_t> m_ready{0};
+  /// Listed destinations (slot.listed == true). Changed under slot locks; read as a hint. A
+  /// relaxed load still sees every change that happens-before it (coherence), which covers
+  /// the thread that appended and whoever synchronised with it.
+  std::atomic<std::size_t> m_listed{0};
   /// Earliest due time (ns since the clock's epoch) of a listed non-empty buffer, or k_never.
   /// Never later than the truth (see collect()); may be earlier (a spurious scan).
   std::atomic<std::int64_t> m_next_due{k_never};
 
-  std::mutex m_active_lock;                ///< guards m_active
-  std::vector<place_id> m_active;          ///< listed destinations (guarded by m_active_lock)
-  std::vector<place_id> m_scan;            ///< collect()'s copy of m_active (collect only)
+  std::mutex m_active_lock;       ///< guards m_active
+  std::vector<place_id> m_active; ///< listed destinations (guarded by m_active_lock)
+  std::vector<place_id> m_scan;   ///< collect()'s copy of m_active (collect only)
 };
 
 } // namespace apgas::detail

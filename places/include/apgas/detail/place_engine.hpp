@@ -21,6 +21,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -146,11 +147,10 @@ private:
   std::unordered_map<std::uint64_t, finish_state*> m_homes;
   std::uint64_t m_next_serial = 1;
 
-  std::mutex m_run_mutex; ///< guards the run_end state below
+  std::mutex m_run_mutex; ///< guards m_run_ends
   std::condition_variable m_run_cv;
-  bool m_run_ended = false;
-  bool m_run_ok = false;
-  std::vector<std::byte> m_run_payload;
+  /// Ends of place 0's runs not yet taken by run() here: place 0 may be several runs ahead.
+  std::deque<std::pair<bool, std::vector<std::byte>>> m_run_ends;
 
   engine_counters m_counters;
 };

@@ -24,12 +24,12 @@ using place_id = std::uint32_t;
 /// @brief Tuning knobs of a transport.
 struct transport_options {
   /// @brief Coalescing buffer per destination; a buffer leaves when it reaches this size.
-  std::size_t buffer_bytes = 64 * 1024;
+  std::size_t buffer_bytes = std::size_t{64} * 1024;
   /// @brief A non-empty buffer leaves after at most this long (checked by poll()).
   std::chrono::microseconds flush_interval{200};
   /// @brief Per destination: bytes accepted by send() and not yet taken by the network
   /// (buffered or in flight). Above it send() applies back-pressure.
-  std::size_t max_outstanding_bytes = 8 << 20;
+  std::size_t max_outstanding_bytes = std::size_t{8} << 20;
   /// @brief false: every send() is its own network message (for measurements and debugging).
   bool coalesce = true;
 };

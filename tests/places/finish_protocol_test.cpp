@@ -1,0 +1,177 @@
+// The distributed finish counting protocol against random schedules: random activity trees
+// over P places, messages delivered in random order across sources (in order per source),
+// activities ending at random times. Termination must be declared exactly once, exactly when
+// nothing is alive or in flight.
+#include <apgas/detail/finish_protocol.hpp>
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <map>
+#include <random>
+#include <variant>
+#include <vector>
+
+namespace {
+
+using apgas::detail::finish_id;
+using apgas::detail::finish_report;
+using apgas::detail::home_tally;
+using apgas::detail::place_id;
+using apgas::detail::proxy_tally;
+
+struct activity_msg {
+  int budget; // how many more activities this one may spawn, transitively
+};
+using message = std::variant<activity_msg, finish_report>;
+
+struct running {
+  place_id where;
+  int budget;
+  bool is_home_body;
+};
+
+class simulation {
+public:
+  simulation(place_id places, std::uint64_t seed) : m_places(places), m_rng(seed), m_proxies(places) {}
+
+  /// Runs one finish to termination; returns the number of activities run.
+  int run(int budget) {
+    m_running.push_back({0, budget, true});
+    m_home_local = 1; // the body
+    for (;;) {
+      const bool can_deliver = !m_channels.empty();
+      const bool can_step = !m_running.empty();
+      if (!can_deliver && !can_step) break;
+      if (can_step && (!can_deliver || coin())) step_activity();
+      else deliver_one();
+    }
+    EXPECT_TRUE(m_terminated) << "the finish never terminated";
+    return m_activities;
+  }
+
+private:
+  bool coin() { return std::uniform_int_distribution<int>(0, 1)(m_rng) == 1; }
+  place_id random_place() { return std::uniform_int_distribution<place_id>(0, m_places - 1)(m_rng); }
+
+  void send(place_id from, place_id to, message m) { m_channels[{from, to}].push_back(std::move(m)); }
+
+  void step_activity() {
+    std::size_t i = std::uniform_int_distribution<std::size_t>(0, m_running.size() - 1)(m_rng);
+    running& a = m_running[i];
+    if (a.budget > 0 && coin()) { // spawn a child somewhere
+      const int child_budget = std::uniform_int_distribution<int>(0, a.budget - 1)(m_rng);
+      a.budget -= child_budget + 1;
+      const place_id to = random_place();
+      if (a.is_home_body) {
+        if (m_home.on_send(to)) ++m_home_local; // the remote part opens
+      } else {
+        m_proxies[a.where].tally.on_send(to);
+      }
+      send(a.where, to, activity_msg{child_budget});
+      return;
+    }
+    const running done = a; // the activity ends
+    m_running.erase(m_running.begin() + static_cast<std::ptrdiff_t>(i));
+    if (done.is_home_body) {
+      home_strand_ended();
+      return;
+    }
+    proxy& p = m_proxies[done.where];
+    if (--p.live == 0) {
+      finish_report r = p.tally.take_report(finish_id{0, 1}, done.where);
+      if (done.where == 0) apply_report(r); // the home's own proxy reports directly
+      else send(done.where, 0, std::move(r));
+    }
+  }
+
+  void deliver_one() {
+    auto it = m_channels.begin();
+    std::advance(it, std::uniform_int_distribution<std::size_t>(0, m_channels.size() - 1)(m_rng));
+    const place_id to = it->first.second;
+    message m = std::move(it->second.front());
+    it->second.pop_front();
+    if (it->second.empty()) m_channels.erase(it);
+    if (auto* a = std::get_if<activity_msg>(&m)) {
+      ++m_activities;
+      proxy& p = m_proxies[to];
+      ++p.live;
+      p.tally.on_arrival();
+      m_running.push_back({to, a->budget, false});
+    } else {
+      apply_report(std::get<finish_report>(m));
+    }
+  }
+
+  void apply_report(const finish_report& r) {
+    if (m_home.on_report(r.from, r.completed, r.sent)) home_strand_ended(); // remote part closed
+  }
+
+  void home_strand_ended() {
+    ASSERT_GT(m_home_local, 0);
+    if (--m_home_local > 0) return;
+    ASSERT_FALSE(m_terminated) << "terminated twice";
+    m_terminated = true;
+    // Exactly when nothing is alive or in flight:
+    EXPECT_TRUE(m_running.empty()) << m_running.size() << " activities still running";
+    for (const auto& [key, q] : m_channels)
+      for (const auto& msg : q)
+        EXPECT_FALSE(std::holds_alternative<activity_msg>(msg)) << "an activity still in flight";
+  }
+
+  struct proxy {
+    int live = 0;
+    proxy_tally tally;
+  };
+
+  place_id m_places;
+  std::mt19937_64 m_rng;
+  std::vector<proxy> m_proxies;
+  home_tally m_home;
+  int m_home_local = 0;
+  bool m_terminated = false;
+  int m_activities = 0;
+  std::vector<running> m_running;
+  std::map<std::pair<place_id, place_id>, std::deque<message>> m_channels; // FIFO per channel
+};
+
+TEST(finish_protocol, terminates_exactly_when_nothing_is_alive_or_in_flight) {
+  long total = 0;
+  for (std::uint64_t seed = 1; seed <= 3000; ++seed) {
+    const place_id places = 1 + static_cast<place_id>(seed % 6);
+    simulation sim(places, seed);
+    total += sim.run(static_cast<int>(5 + seed % 60));
+    if (testing::Test::HasFailure()) FAIL() << "seed " << seed << ", " << places << " places";
+  }
+  EXPECT_GT(total, 5000); // the schedules did run many remote activities
+}
+
+TEST(finish_protocol, a_finish_that_stays_home_never_opens_its_remote_part) {
+  home_tally home;
+  EXPECT_TRUE(home.snapshot().empty());
+  EXPECT_TRUE(home.on_send(3)); // opens
+  EXPECT_FALSE(home.on_send(3));
+  EXPECT_FALSE(home.on_report(3, 1, {}));
+  const std::pair<place_id, std::uint64_t> sent[] = {{2, 1}};
+  EXPECT_FALSE(home.on_report(3, 1, sent)); // place 3 done, but it sent one to place 2
+  EXPECT_TRUE(home.on_report(2, 1, {}));
+}
+
+TEST(finish_protocol, proxy_reports_reset_the_counts) {
+  proxy_tally p;
+  p.on_arrival();
+  p.on_arrival();
+  p.on_send(4);
+  p.on_send(4);
+  p.on_send(1);
+  finish_report r = p.take_report(finish_id{0, 7}, 2);
+  EXPECT_EQ(r.completed, 2U);
+  EXPECT_EQ(r.from, 2U);
+  ASSERT_EQ(r.sent.size(), 2U);
+  EXPECT_EQ(r.sent[0], (std::pair<place_id, std::uint64_t>{4, 2}));
+  finish_report again = p.take_report(finish_id{0, 7}, 2);
+  EXPECT_EQ(again.completed, 0U);
+  EXPECT_TRUE(again.sent.empty());
+}
+
+} // namespace

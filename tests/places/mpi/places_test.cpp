@@ -1,0 +1,255 @@
+// Multi-place semantics, run by ctest under mpiexec -n 1, 2 and 4. Every place runs the same
+// tests in the same order (runtime::run is collective); assertions may fail at any place.
+#include <apgas/apgas.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using apgas::async_at;
+using apgas::at;
+using apgas::finish;
+using apgas::place_id;
+using apgas::task;
+
+namespace {
+
+apgas::runtime* g_rt = nullptr;
+std::atomic<long> g_counter{0}; // one per place (per process)
+
+/// Resets g_counter at every place and returns the sum it had over all places.
+task<long> collect_counters() {
+  long sum = 0;
+  for (place_id p = 0; p < apgas::places(); ++p)
+    sum += co_await at(p, [] { return g_counter.exchange(0); });
+  co_return sum;
+}
+
+TEST(places, here_and_places_are_consistent) {
+  const place_id n = g_rt->places();
+  const auto ids = g_rt->run([n]() -> task<std::vector<place_id>> {
+    std::vector<place_id> seen;
+    for (place_id p = 0; p < n; ++p) seen.push_back(co_await at(p, [] { return apgas::here(); }));
+    co_return seen;
+  });
+  ASSERT_EQ(ids.size(), n);
+  for (place_id p = 0; p < n; ++p) EXPECT_EQ(ids[p], p);
+}
+
+TEST(places, a_bad_place_id_throws_at_the_caller) {
+  const bool thrown = g_rt->run([]() -> task<bool> {
+    try {
+      co_await async_at(apgas::places(), [] {});
+    } catch (const apgas::bad_place& e) {
+      co_return std::string(e.what()).find("does not exist") != std::string::npos;
+    }
+    co_return false;
+  });
+  EXPECT_TRUE(thrown);
+}
+
+TEST(places, finish_counts_every_remote_async) {
+  const long total = g_rt->run([]() -> task<long> {
+    co_await finish([]() -> task<> {
+      for (place_id p = 0; p < apgas::places(); ++p)
+        for (int i = 0; i < 100; ++i) co_await async_at(p, [](int k) { g_counter += k; }, 1);
+    });
+    co_return co_await collect_counters();
+  });
+  EXPECT_EQ(total, 100L * g_rt->places());
+}
+
+TEST(places, escaping_remote_asyncs_that_hop_further_are_governed_by_the_finish) {
+  const long total = g_rt->run([]() -> task<long> {
+    co_await finish([]() -> task<> {
+      for (place_id p = 0; p < apgas::places(); ++p) {
+        co_await async_at(p, []() -> task<> {
+          // An activity at p starts more at q, and does not wait for them.
+          for (place_id q = 0; q < apgas::places(); ++q)
+            co_await async_at(q, [] { g_counter += 1; });
+        });
+      }
+    });
+    co_return co_await collect_counters();
+  });
+  EXPECT_EQ(total, static_cast<long>(g_rt->places()) * g_rt->places());
+}
+
+std::atomic<long> g_by_origin[64]; // at each place: asyncs received, by the place that sent them
+
+TEST(places, nested_remote_finishes_complete_inside_out) {
+  if (g_rt->places() > 64) GTEST_SKIP();
+  const long complete = g_rt->run([]() -> task<long> {
+    co_await finish([]() -> task<> {
+      for (place_id p = 0; p < apgas::places(); ++p) {
+        co_await async_at(p, []() -> task<> {
+          const place_id origin = apgas::here();
+          co_await finish([origin]() -> task<> {
+            for (place_id q = 0; q < apgas::places(); ++q)
+              for (int i = 0; i < 10; ++i)
+                co_await async_at(q, [](place_id o) { g_by_origin[o] += 1; }, origin);
+          });
+          // The inner finish ended: every one of its asyncs has run, at every place.
+          long seen = 0;
+          for (place_id q = 0; q < apgas::places(); ++q)
+            seen += co_await at(q, [](place_id o) { return g_by_origin[o].exchange(0); }, origin);
+          if (seen == 10L * apgas::places()) g_counter += 1;
+        });
+      }
+    });
+    co_return co_await collect_counters();
+  });
+  EXPECT_EQ(complete, static_cast<long>(g_rt->places()));
+}
+
+TEST(places, at_returns_values_and_rethrows_remote_exceptions) {
+  const std::string text = g_rt->run([]() -> task<std::string> {
+    const place_id last = apgas::places() - 1;
+    // (Built before the co_await: GCC 12 cannot keep an initializer_list across one.)
+    const std::vector<int> input{1, 2, 3};
+    std::vector<int> v = co_await at(last, [](std::vector<int> in) {
+      for (int& x : in) x *= 2;
+      return in;
+    }, input);
+    if (v != std::vector<int>{2, 4, 6}) co_return "wrong vector";
+    try {
+      co_await at(last, []() -> int { throw std::invalid_argument("bad input at the far end"); });
+    } catch (const apgas::remote_exception& e) {
+      if (e.place() != last) co_return "wrong place";
+      co_return e.what();
+    }
+    co_return "no exception";
+  });
+  EXPECT_NE(text.find("bad input at the far end"), std::string::npos) << text;
+  EXPECT_NE(text.find("invalid_argument"), std::string::npos) << text;
+}
+
+TEST(places, exceptions_of_remote_asyncs_reach_the_governing_finish) {
+  const std::size_t caught = g_rt->run([]() -> task<std::size_t> {
+    try {
+      co_await finish([]() -> task<> {
+        for (place_id p = 0; p < apgas::places(); ++p)
+          co_await async_at(p, [] { throw std::runtime_error("remote failure"); });
+      });
+    } catch (const apgas::multiple_exceptions& e) {
+      co_return e.exceptions().size();
+    }
+    co_return 0;
+  });
+  EXPECT_EQ(caught, g_rt->places());
+}
+
+TEST(places, many_small_remote_asyncs_are_coalesced) {
+  if (g_rt->places() < 2) GTEST_SKIP() << "needs two places";
+  constexpr long k_asyncs = 100000;
+  const auto before = g_rt->mpi_messages_sent();
+  const long total = g_rt->run([]() -> task<long> {
+    co_await finish([]() -> task<> {
+      for (long i = 0; i < k_asyncs; ++i) co_await async_at(1, [] { g_counter += 1; });
+    });
+    co_return co_await collect_counters();
+  });
+  EXPECT_EQ(total, k_asyncs);
+  const auto sent = g_rt->mpi_messages_sent() - before;
+  if (g_rt->here() == 0) EXPECT_LT(sent, k_asyncs / 20) << sent << " MPI messages";
+}
+
+// Random trees of async, async_at and finish across places, with exact counts.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+long expected_nodes(std::uint64_t seed, int depth) {
+  long n = 1;
+  if (depth == 0) return n;
+  const int children = static_cast<int>(mix(seed) % 4);
+  for (int i = 0; i < children; ++i) n += expected_nodes(mix(seed + 1 + i), depth - 1);
+  return n;
+}
+
+task<> tree_node(std::uint64_t seed, int depth) {
+  g_counter += 1;
+  if (depth == 0) co_return;
+  const std::uint64_t r = mix(seed);
+  const int children = static_cast<int>(r % 4);
+  const bool wrap_in_finish = ((r >> 8) & 1) != 0;
+  auto spawn_all = [seed, depth, children, r]() -> task<> {
+    for (int i = 0; i < children; ++i) {
+      const std::uint64_t child = mix(seed + 1 + i);
+      if (((r >> (16 + i)) & 1) != 0) {
+        const auto p = static_cast<place_id>((r >> 24) % apgas::places());
+        co_await async_at(p, [](std::uint64_t s, int d) { return tree_node(s, d); }, child,
+                          depth - 1);
+      } else {
+        co_await apgas::async(tree_node(child, depth - 1));
+      }
+    }
+  };
+  if (wrap_in_finish) co_await finish(spawn_all);
+  else co_await spawn_all();
+}
+
+TEST(places, random_trees_across_places_count_every_node_once) {
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    const long total = g_rt->run([seed]() -> task<long> {
+      co_await finish([seed]() -> task<> { co_await tree_node(seed, 9); });
+      co_return co_await collect_counters();
+    });
+    ASSERT_EQ(total, expected_nodes(seed, 9)) << "seed " << seed;
+  }
+}
+
+TEST(places, run_waits_for_remote_work_escaping_the_root) {
+  const long total = g_rt->run([]() -> task<long> {
+    co_await apgas::finish([]() -> task<> {
+      co_await async_at(apgas::places() - 1, []() -> task<> {
+        for (int i = 0; i < 1000; ++i) co_await apgas::async([] { g_counter += 1; });
+      });
+    });
+    co_return co_await collect_counters();
+  });
+  EXPECT_EQ(total, 1000);
+  // Escaping the root itself: run() returns only when they are done.
+  g_rt->run([]() -> task<> {
+    for (place_id p = 0; p < apgas::places(); ++p)
+      co_await async_at(p, [] { g_counter += 1; });
+  });
+  EXPECT_EQ(g_rt->run(collect_counters()), static_cast<long>(g_rt->places()));
+}
+
+TEST(places, global_refs_and_place_local_handles_cross_places) {
+  const long sum = g_rt->run([]() -> task<long> {
+    auto handle = co_await apgas::place_local<long>::make([](place_id p) { return 100L + p; });
+    long total = 0;
+    for (place_id p = 0; p < apgas::places(); ++p)
+      total += co_await at(p, [](apgas::place_local<long> h) { return h.get(); }, handle);
+    long home_value = 7;
+    apgas::global_ref<long> ref(home_value);
+    const place_id last = apgas::places() - 1;
+    const place_id home = co_await at(last, [](apgas::global_ref<long> r) { return r.home(); }, ref);
+    co_await handle.destroy();
+    co_return total + (home == 0 ? 0 : 1000000) + *ref;
+  });
+  const long n = g_rt->places();
+  EXPECT_EQ(sum, 100 * n + n * (n - 1) / 2 + 7);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  testing::InitGoogleTest(&argc, argv);
+  apgas::runtime rt(argc, argv);
+  g_rt = &rt;
+  if (rt.here() != 0) GTEST_FLAG_SET(brief, true); // the other places print only failures
+  const int failed = RUN_ALL_TESTS();
+  g_rt = nullptr;
+  return failed;
+}
