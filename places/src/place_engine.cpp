@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cxxabi.h>
@@ -139,7 +140,21 @@ const void* place_engine::code_at(std::int64_t offset) noexcept {
 
 // ---- progress --------------------------------------------------------------------------------
 
+namespace {
+// Set by SIGUSR1 (see runtime.cpp): the next poll prints the open finishes of this place.
+volatile std::sig_atomic_t g_dump_requested = 0;
+extern "C" void request_dump(int) { g_dump_requested = 1; }
+} // namespace
+
+void place_engine::install_dump_signal() { std::signal(SIGUSR1, &request_dump); }
+
 bool place_engine::poll() noexcept {
+  if (g_dump_requested != 0) {
+    g_dump_requested = 0;
+    const std::string open = describe_open_finishes();
+    std::fprintf(stderr, "apgas: place %u: open distributed finishes:\n%s", m_here,
+                 open.empty() ? "  (none)\n" : open.c_str());
+  }
   try {
     return m_net->poll() > 0;
   } catch (const std::exception& e) {
@@ -464,7 +479,7 @@ std::string place_engine::describe_open_finishes() const {
   std::lock_guard guard(m_homes_mutex);
   for (const auto& [serial, f] : m_homes) {
     const auto* link = static_cast<const home_link*>(f->m_remote);
-    s += fmt::format("finish {}:{} pending", m_here, serial);
+    s += fmt::format("  finish {}:{} pending (activities sent minus completed)", m_here, serial);
     for (const auto& [p, n] : link->tally.snapshot()) s += fmt::format(" place {}={}", p, n);
     s += "\n";
   }

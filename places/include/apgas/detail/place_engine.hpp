@@ -120,6 +120,8 @@ public:
 
   const engine_counters& counters() const noexcept { return m_counters; }
   transport_stats transport_counters() const { return m_net->stats(); }
+  /// @brief Makes SIGUSR1 print this place's open finishes (`kill -USR1 <pid>` on a hung run).
+  static void install_dump_signal();
   /// @brief One line per open distributed finish (for diagnosing a hung run).
   std::string describe_open_finishes() const;
 

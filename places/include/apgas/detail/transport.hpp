@@ -72,7 +72,8 @@ public:
   /// passed (checked in poll()). If more than max_outstanding_bytes to `to` are outstanding,
   /// send() makes progress itself (it keeps receiving and delivering) until below the limit.
   /// pre: to < places(); message.size() < 2 GiB. `to` may be here() (loopback, no MPI).
-  /// Throws std::out_of_range / std::length_error when the precondition is violated.
+  /// Throws std::out_of_range / std::length_error when the precondition is violated; while
+  /// waiting for room it polls, so poll()'s exceptions may also come out of send().
   virtual void send(place_id to, std::span<const std::byte> message) = 0;
 
   /// @brief Sends every non-empty buffer now (a place going idle, a finish about to wait).
