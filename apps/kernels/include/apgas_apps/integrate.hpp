@@ -22,17 +22,26 @@ inline bool converged(double l, double c, double r, double halves, double whole)
   return std::fabs(halves - whole) < k_integrate_epsilon || !(l < c && c < r);
 }
 
+/// @brief One step of the recursion over [l, r]: the midpoint and the trapezoid areas of the
+/// two halves (shared by the sequential and the parallel versions).
+struct integrate_step {
+  double c, fc, left_area, right_area;
+  integrate_step(double l, double fl, double r, double fr) {
+    const double h = (r - l) * 0.5;
+    c = l + h;
+    fc = integrate_f(c);
+    left_area = (fl + fc) * h * 0.5;
+    right_area = (fr + fc) * h * 0.5;
+  }
+  double both() const { return left_area + right_area; }
+};
+
 [[gnu::noinline]] inline double integrate_seq_rec(double l, double fl, double r, double fr,
                                                    double area) {
-  const double h = (r - l) * 0.5;
-  const double c = l + h;
-  const double fc = integrate_f(c);
-  const double hh = h * 0.5;
-  const double al = (fl + fc) * hh;
-  const double ar = (fr + fc) * hh;
-  const double alr = al + ar;
-  if (converged(l, c, r, alr, area)) return alr;
-  return integrate_seq_rec(c, fc, r, fr, ar) + integrate_seq_rec(l, fl, c, fc, al);
+  const integrate_step s(l, fl, r, fr);
+  if (converged(l, s.c, r, s.both(), area)) return s.both();
+  return integrate_seq_rec(s.c, s.fc, r, fr, s.right_area) +
+         integrate_seq_rec(l, fl, s.c, s.fc, s.left_area);
 }
 
 /// @brief Sequential reference.
@@ -46,16 +55,11 @@ inline double integrate_seq(double n) {
 inline apgas::task<double> integrate_rec(double l, double fl, double r, double fr, double area,
                                          double cutoff_width) {
   if (r - l < cutoff_width) co_return integrate_seq_rec(l, fl, r, fr, area);
-  const double h = (r - l) * 0.5;
-  const double c = l + h;
-  const double fc = integrate_f(c);
-  const double hh = h * 0.5;
-  const double al = (fl + fc) * hh;
-  const double ar = (fr + fc) * hh;
-  const double alr = al + ar;
-  if (converged(l, c, r, alr, area)) co_return alr;
-  auto [right, left] = co_await apgas::finish_all(integrate_rec(c, fc, r, fr, ar, cutoff_width),
-                                                   integrate_rec(l, fl, c, fc, al, cutoff_width));
+  const integrate_step s(l, fl, r, fr);
+  if (converged(l, s.c, r, s.both(), area)) co_return s.both();
+  auto [right, left] = co_await apgas::finish_all(
+      integrate_rec(s.c, s.fc, r, fr, s.right_area, cutoff_width),
+      integrate_rec(l, fl, s.c, s.fc, s.left_area, cutoff_width));
   co_return right + left;
 }
 
