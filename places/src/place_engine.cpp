@@ -89,11 +89,13 @@ struct home_link {
   home_tally tally;
   std::mutex touched_mutex; ///< guards touched
   std::vector<place_id> touched; ///< places that may hold a proxy (told at cleanup)
-  void touch(place_id p) {
+  /// @return true if p was not touched before.
+  bool touch(place_id p) {
     std::lock_guard guard(touched_mutex);
     for (place_id q : touched)
-      if (q == p) return;
+      if (q == p) return false;
     touched.push_back(p);
+    return true;
   }
 };
 
@@ -190,7 +192,8 @@ home_link& place_engine::home_link_of(finish_state& f) {
   std::lock_guard guard(m_homes_mutex);
   if (f.m_remote == nullptr) {
     auto* link = new home_link;
-    link->id = finish_id{m_here, m_next_serial++};
+    const std::uint64_t pattern_bit = f.m_pattern == finish_pattern::spmd ? k_spmd_serial_bit : 0;
+    link->id = finish_id{m_here, m_next_serial++ | pattern_bit};
     m_homes.emplace(link->id.serial, &f);
     f.m_remote = link;
     f.m_release_remote = [](finish_state& fs) noexcept {
@@ -203,10 +206,17 @@ home_link& place_engine::home_link_of(finish_state& f) {
 
 void place_engine::record_send(finish_state& f, place_id to) {
   if (f.m_reopenable) {
-    static_cast<proxy*>(f.m_remote)->tally.on_send(to);
+    auto* px = static_cast<proxy*>(f.m_remote);
+    if (is_spmd(px->id))
+      throw std::logic_error("apgas: an activity of a finish_pattern::spmd finish started a "
+                             "remote activity in it (use a nested finish for that)");
+    px->tally.on_send(to);
     return;
   }
   home_link& link = home_link_of(f);
+  if (is_spmd(link.id) && !link.touch(to))
+    throw std::logic_error(fmt::format("apgas: a finish_pattern::spmd finish started a second "
+                                       "activity at place {}", to));
   link.touch(to);
   // The remote part of f is one more strand of f while it is open. relaxed: the caller is a
   // live strand of f, and the message that could close the part is sent after this.
@@ -353,6 +363,7 @@ void place_engine::on_reply(byte_reader& r) {
 // ---- the finish protocol ---------------------------------------------------------------------
 
 void place_engine::report(proxy& px) noexcept {
+  bool reported = false;
   try {
     std::lock_guard order(px.report_mutex);
     finish_report rep;
@@ -376,23 +387,30 @@ void place_engine::report(proxy& px) noexcept {
         px.fs.m_exceptions.reset();
       }
     }
+    const bool spmd = is_spmd(px.id);
+    if (spmd) { // its one activity has ended: nothing more can arrive, and no cleanup will
+      std::lock_guard guard(m_proxies_mutex);
+      m_proxies.erase(px.id);
+    }
     if (px.id.home == m_here) {
       apply_report(rep, errors);
-      return;
+    } else {
+      std::vector<std::byte> bytes;
+      byte_writer w(bytes);
+      put(w, static_cast<std::uint8_t>(msg_kind::report));
+      put_finish_id(w, rep.id);
+      put(w, rep.completed);
+      put(w, rep.sent);
+      put(w, errors);
+      m_counters.reports_sent.fetch_add(1, std::memory_order_relaxed);
+      send_message(px.id.home, bytes);
     }
-    std::vector<std::byte> bytes;
-    byte_writer w(bytes);
-    put(w, static_cast<std::uint8_t>(msg_kind::report));
-    put_finish_id(w, rep.id);
-    put(w, rep.completed);
-    put(w, rep.sent);
-    put(w, errors);
-    m_counters.reports_sent.fetch_add(1, std::memory_order_relaxed);
-    send_message(px.id.home, bytes);
+    reported = spmd;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "apgas: place %u: cannot report a finish: %s\n", m_here, e.what());
     std::abort(); // the home would wait forever
   }
+  if (reported) delete &px; // after the report mutex is released
 }
 
 void place_engine::on_report(place_id from, byte_reader& r) {
@@ -439,12 +457,19 @@ void place_engine::release_home(finish_state& f) noexcept {
     std::lock_guard guard(m_homes_mutex);
     m_homes.erase(link->id.serial);
   }
+  // SPMD proxies freed themselves when they reported: no cleanup for them.
+  if (!is_spmd(link->id)) send_cleanups(*link);
+  f.m_remote = nullptr;
+  delete link;
+}
+
+void place_engine::send_cleanups(const home_link& link) noexcept {
   try {
     std::vector<std::byte> bytes;
     byte_writer w(bytes);
     put(w, static_cast<std::uint8_t>(msg_kind::cleanup));
-    put_finish_id(w, link->id);
-    for (place_id p : link->touched) {
+    put_finish_id(w, link.id);
+    for (place_id p : link.touched) {
       if (p == m_here) {
         byte_reader r(std::span<const std::byte>(bytes).subspan(1));
         on_cleanup(r);
@@ -456,8 +481,6 @@ void place_engine::release_home(finish_state& f) noexcept {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "apgas: place %u: cannot clean up a finish: %s\n", m_here, e.what());
   }
-  f.m_remote = nullptr;
-  delete link;
 }
 
 void place_engine::on_cleanup(byte_reader& r) {

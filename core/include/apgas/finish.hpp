@@ -56,7 +56,10 @@ task<> make_body(F&& f) {
 template <class Body>
 class finish_awaiter {
 public:
-  finish_awaiter(policy p, Body body) : m_state(p), m_body(std::move(body)) {}
+  finish_awaiter(policy p, Body body, finish_pattern pattern = finish_pattern::general)
+      : m_state(p), m_body(std::move(body)) {
+    m_state.m_pattern = pattern;
+  }
   bool await_ready() const noexcept { return false; }
   template <class P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> waiter) {
@@ -226,6 +229,14 @@ template <class Body>
 template <class Body>
 [[nodiscard]] auto finish(policy p, Body&& body) {
   return detail::finish_awaiter<std::decay_t<Body>>(p, std::forward<Body>(body));
+}
+
+/// @brief A finish whose activities follow `pattern` (see finish_pattern), for example
+/// `co_await apgas::finish(apgas::finish_pattern::spmd, body)`: one activity per place.
+template <class Body>
+[[nodiscard]] auto finish(finish_pattern pattern, Body&& body) {
+  return detail::finish_awaiter<std::decay_t<Body>>(detail::g_default_policy,
+                                                    std::forward<Body>(body), pattern);
 }
 
 } // namespace apgas

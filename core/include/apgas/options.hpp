@@ -15,6 +15,16 @@ enum class policy : std::uint8_t { work_first, help_first };
 
 std::string_view to_string(policy p) noexcept;
 
+/// @brief What a finish's activities do across places, when the program knows it. The runtime
+/// uses it to send fewer control messages; a broken promise is an error (never a wrong answer).
+enum class finish_pattern : std::uint8_t {
+  general, ///< anything
+  /// SPMD: the finish's body starts at most one activity at each place with async_at, and
+  /// those activities start no further remote activities in it (local asyncs are fine). Saves
+  /// the cleanup message to every place.
+  spmd,
+};
+
 /// @brief Runtime settings. Defaults, then APGAS_* environment variables, then flags win.
 struct options {
   unsigned threads = 0;                ///< workers per place; 0 = one per PU of the cpuset

@@ -87,6 +87,10 @@ public:
   unsigned parked_workers() const noexcept { return m_local->parked_workers(); }
   /// @brief Network messages this place sent so far (coalesced MPI messages).
   std::uint64_t mpi_messages_sent() const { return m_engine->transport_counters().mpi_messages_sent; }
+  /// @brief Finish cleanup messages this place sent so far (a finish control message).
+  std::uint64_t cleanups_sent() const {
+    return m_engine->counters().cleanups_sent.load(std::memory_order_relaxed);
+  }
   /// @brief Message statistics of this place, one table (what APGAS_STATS=1 prints).
   std::string message_stats() const;
 

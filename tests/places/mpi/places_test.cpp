@@ -242,6 +242,34 @@ TEST(places, global_refs_and_place_local_handles_cross_places) {
   EXPECT_EQ(sum, 100 * n + n * (n - 1) / 2 + 7);
 }
 
+TEST(places, spmd_finishes_need_no_cleanup_messages_and_refuse_broken_promises) {
+  const auto cleanups_before = g_rt->cleanups_sent();
+  const long total = g_rt->run([]() -> task<long> {
+    co_await finish(apgas::finish_pattern::spmd, []() -> task<> {
+      for (place_id p = 0; p < apgas::places(); ++p) {
+        co_await async_at(p, []() -> task<> { // local asyncs inside are fine
+          for (int i = 0; i < 10; ++i) co_await apgas::async([] { g_counter += 1; });
+        });
+      }
+    });
+    co_return co_await collect_counters();
+  });
+  EXPECT_EQ(total, 10L * g_rt->places());
+  EXPECT_EQ(g_rt->cleanups_sent(), cleanups_before);
+  const std::string refused = g_rt->run([]() -> task<std::string> {
+    try {
+      co_await finish(apgas::finish_pattern::spmd, []() -> task<> {
+        co_await async_at(0, [] {});
+        co_await async_at(0, [] {}); // a second activity at place 0 breaks the promise
+      });
+    } catch (const apgas::multiple_exceptions& e) { // the body failed: its finish says why
+      co_return e.what();
+    }
+    co_return "accepted";
+  });
+  EXPECT_NE(refused.find("second activity"), std::string::npos) << refused;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {

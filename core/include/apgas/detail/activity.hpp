@@ -85,6 +85,8 @@ struct finish_state {
   /// Called (instead of resuming m_waiter) by whoever takes the count of a reopenable finish to
   /// zero; returns what to run next.
   std::coroutine_handle<> (*m_on_quiescent)(finish_state&) noexcept = nullptr;
+  /// What the program promised about this finish's remote activities (see finish_pattern).
+  finish_pattern m_pattern = finish_pattern::general;
   /// The places layer's state for a finish whose activities went to other places (opaque to
   /// core; null for a finish that never left its place).
   void* m_remote = nullptr;

@@ -36,6 +36,11 @@ struct finish_id {
   friend bool operator==(const finish_id&, const finish_id&) = default;
 };
 
+/// @brief The serial of a finish_pattern::spmd finish has this bit set (its proxies free
+/// themselves after their one report, and its home sends no cleanup).
+inline constexpr std::uint64_t k_spmd_serial_bit = std::uint64_t{1} << 63;
+inline bool is_spmd(const finish_id& id) noexcept { return (id.serial & k_spmd_serial_bit) != 0; }
+
 struct finish_id_hash {
   std::size_t operator()(const finish_id& id) const noexcept {
     return std::hash<std::uint64_t>{}(id.serial * 0x9E3779B97F4A7C15ULL ^ id.home);

@@ -136,6 +136,7 @@ private:
   finish_id id_of(const finish_state& f) const;
   void apply_report(const finish_report& r, const std::vector<std::string>& errors);
   void complete_from_outside(finish_state& f);
+  void send_cleanups(const home_link& link) noexcept;
   void send_message(place_id to, std::span<const std::byte> bytes);
 
   scheduler& m_sched;
