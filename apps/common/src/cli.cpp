@@ -3,8 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 namespace apgas_apps {
@@ -55,6 +57,37 @@ void collect_errors(const std::exception_ptr& e, std::vector<std::string>& out) 
     out.emplace_back(x.what());
   } catch (...) {
     out.emplace_back("a non-standard exception");
+  }
+}
+
+/// This place's exit code, read by place 0 when the places agree on one (an `at` body cannot
+/// capture it, and there is one cli::run per process).
+std::atomic<int> g_exit_code{k_exit_ok};
+
+/// The rank the MPI launcher gave this process (Open MPI, PMIx, MPICH/Hydra), 0 if none.
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  }
+  return 0;
+}
+
+/// Collective: the worst (largest) exit code of all places, at every place. One extra run:
+/// place 0 asks every place, and the run's value reaches every place.
+int agree_on_exit_code(apgas::runtime& rt, int mine) {
+  g_exit_code.store(mine);
+  if (rt.places() == 1) return mine;
+  try {
+    return rt.run([]() -> apgas::task<int> {
+      int worst = k_exit_ok;
+      for (apgas::place_id p = 0; p < apgas::places(); ++p)
+        worst = std::max(worst, co_await apgas::at(p, [] { return g_exit_code.load(); }));
+      co_return worst;
+    });
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "apgas_apps: place {}: the places could not agree on an exit code: {}\n",
+               rt.here(), e.what());
+    return k_exit_run_failed;
   }
 }
 
@@ -151,7 +184,7 @@ void cli::print_report(const report& r, const apgas::runtime& rt) const {
       o.add("seq_seconds", *r.seq_seconds);
       o.add("speedup", r.seconds > 0 ? *r.seq_seconds / r.seconds : 0.0);
     }
-    o.add("places", 1).add("threads", rt.threads()).add("policy", policy);
+    o.add("places", rt.places()).add("threads", rt.threads()).add("policy", policy);
     o.add("repeat", m_common.repeat);
     if (r.work) o.add(r.work->unit + "_per_second", per_second);
     o.add(r.extra);
@@ -161,33 +194,43 @@ void cli::print_report(const report& r, const apgas::runtime& rt) const {
     std::string line = fmt::format("{} = {}  {}  {}", r.title, r.result.text(),
                                    r.verified ? "verified" : "FAILED", format_seconds(r.seconds));
     if (m_common.repeat > 1) line += fmt::format(" (best of {})", m_common.repeat);
-    line += fmt::format("  ({} thread{}, {})", rt.threads(), rt.threads() == 1 ? "" : "s",
-                        policy);
+    // One place keeps the line it always had; more show how many ("2 places x 4 threads").
+    const std::string places =
+        rt.places() == 1 ? std::string() : fmt::format("{} places x ", rt.places());
+    line += fmt::format("  ({}{} thread{}, {})", places, rt.threads(),
+                        rt.threads() == 1 ? "" : "s", policy);
     if (r.work) line += "  " + format_rate(per_second, r.work->unit);
     if (r.seq_seconds) {
       line += fmt::format("  seq {}  speedup {:.2f}x", format_seconds(*r.seq_seconds),
                           r.seconds > 0 ? *r.seq_seconds / r.seconds : 0.0);
     }
     fmt::print("{}\n", line);
+    for (const std::string& d : r.details) fmt::print("  {}\n", d);
   }
   std::fflush(stdout);
 }
 
 int cli::run(int argc, char** argv, const body& b) {
-  const auto usage_failure = [&](const char* what) {
-    fmt::print(stderr, "{}: {} (see --help)\n", m_app, what);
-    return k_exit_usage;
-  };
-  // The runtime first: it removes its own flags from argv and leaves the app's.
+  // The runtime first: it removes its own flags from argv and leaves the app's. It throws
+  // before it knows which place this is (MPI is not started yet): the launcher's rank variable
+  // says, so that a bad runtime flag is reported once, not once per place.
   std::optional<apgas::runtime> rt;
   try {
     rt.emplace(argc, argv);
   } catch (const apgas::usage_error& e) {
-    return usage_failure(e.what());
+    if (launcher_rank() == 0) fmt::print(stderr, "{}: {} (see --help)\n", m_app, e.what());
+    return k_exit_usage;
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}: cannot start the runtime: {}\n", m_app, e.what());
     return k_exit_run_failed;
   }
+  // From here on every place takes the same path (same argv, same environment), so the
+  // collective calls below (the runs, the exit-code agreement, ~runtime) match up.
+  const bool lead = rt->here() == 0;
+  const auto usage_failure = [&](const char* what) {
+    if (lead) fmt::print(stderr, "{}: {} (see --help)\n", m_app, what);
+    return k_exit_usage;
+  };
 
   option("--repeat", "R", "run the parallel part R times, report the best time (default 1)",
          m_common.repeat, 1, 1000000);
@@ -199,7 +242,7 @@ int cli::run(int argc, char** argv, const body& b) {
     const std::string_view a = argv[i];
     if (a == "--") break;
     if (a == "--help" || a == "-h") {
-      fmt::print("{}", usage());
+      if (lead) fmt::print("{}", usage());
       return k_exit_ok;
     }
   }
@@ -209,31 +252,55 @@ int cli::run(int argc, char** argv, const body& b) {
     return usage_failure(e.what());
   }
 
-  report r;
+  common_flags flags = m_common;
+  if (!lead) flags.run_seq = false; // only place 0 reports (see the file comment)
+  int code = k_exit_ok;
   try {
-    r = b(*rt, m_common);
+    const report r = b(*rt, flags);
+    if (lead) {
+      print_report(r, *rt);
+      if (!r.verified) fmt::print(stderr, "{}: self-check FAILED: {}\n", m_app, r.failure);
+    }
+    code = r.verified || !lead ? k_exit_ok : k_exit_check_failed;
   } catch (...) {
-    std::vector<std::string> errors;
-    collect_errors(std::current_exception(), errors);
-    if (errors.size() == 1) {
-      fmt::print(stderr, "{}: the run failed: {}\n", m_app, errors.front());
-    } else {
-      fmt::print(stderr, "{}: the run failed: {} errors\n", m_app, errors.size());
-      for (const auto& e : errors) fmt::print(stderr, "{}:   {}\n", m_app, e);
-    }
-    if (m_common.json) {
-      json_object o;
-      o.add("app", m_app).add("verified", false).add("error", json_value::array(errors));
-      fmt::print("{}\n", o.str());
-    }
-    return k_exit_run_failed;
+    code = k_exit_run_failed;
+    report_failure(std::current_exception(), rt->here());
   }
-  print_report(r, *rt);
-  if (!r.verified) {
-    fmt::print(stderr, "{}: self-check FAILED: {}\n", m_app, r.failure);
-    return k_exit_check_failed;
+  const int agreed = agree_on_exit_code(*rt, code);
+  if (lead && agreed != code) {
+    fmt::print(stderr, "{}: another place failed (exit status {}, see its messages)\n", m_app,
+               agreed);
   }
-  return k_exit_ok;
+  return agreed;
+}
+
+void cli::report_failure(const std::exception_ptr& failure, apgas::place_id here) const {
+  // A run that failed throws at every place: at place 0 with the errors themselves, elsewhere
+  // as a remote_exception from place 0 with their text. Place 0 reports it; the others stay
+  // quiet unless their failure is their own.
+  if (here != 0) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const apgas::remote_exception& e) {
+      if (e.place() == 0) return;
+    } catch (...) {
+    }
+  }
+  const std::string who = here == 0 ? m_app : fmt::format("{} (place {})", m_app, here);
+  std::vector<std::string> errors;
+  collect_errors(failure, errors);
+  if (errors.size() == 1) {
+    fmt::print(stderr, "{}: the run failed: {}\n", who, errors.front());
+  } else {
+    fmt::print(stderr, "{}: the run failed: {} errors\n", who, errors.size());
+    for (const auto& e : errors) fmt::print(stderr, "{}:   {}\n", who, e);
+  }
+  if (m_common.json && here == 0) {
+    json_object o;
+    o.add("app", m_app).add("verified", false).add("error", json_value::array(errors));
+    fmt::print("{}\n", o.str());
+  }
+  std::fflush(stdout);
 }
 
 } // namespace apgas_apps

@@ -52,6 +52,11 @@ public:
   unsigned parked_workers() const noexcept { return m_sched->parked_workers(); }
   /// @brief The options in force (threads resolved).
   const options& opts() const noexcept { return m_sched->opts(); }
+  /// @brief Names this place in the statistics table (set by the places layer).
+  void set_place_label(unsigned here, unsigned places) noexcept {
+    m_place = here;
+    m_places = places;
+  }
   /// @brief The scheduler of this place (for the places layer).
   detail::scheduler& sched() noexcept { return *m_sched; }
   /// @brief The runtime of this process, or null.
@@ -76,6 +81,8 @@ private:
   void print_stats() const;
 
   std::unique_ptr<detail::scheduler> m_sched;
+  unsigned m_place = 0;
+  unsigned m_places = 1;
 };
 
 } // namespace apgas

@@ -13,6 +13,13 @@
 /// run() constructs the runtime first (it consumes --threads, --policy, ...), parses the app's
 /// flags from what remains, runs the body and prints the report. Exit codes: 0 verified,
 /// 1 self-check failed, 2 usage error, 3 the run threw.
+///
+/// Several places (under mpirun): every place runs main() and so the body, whose rt.run calls
+/// are collective (each place gets the run's value). Only place 0 prints: the report, --help,
+/// usage errors and the run's failure (a place whose body fails on its own prints that too).
+/// Only place 0's report counts, so elsewhere `run_seq` is false: the sequential code runs
+/// once, at place 0, and is not slowed down by copies of itself at the other places. At the
+/// end the places agree on the exit code (the worst of them), so every place exits with it.
 #pragma once
 
 #include "apgas_apps/json.hpp"
@@ -23,6 +30,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -61,6 +69,7 @@ struct report {
   std::optional<double> seq_seconds;  ///< best time of the sequential runs, if run
   std::optional<work_amount> work;    ///< gives `<unit>_per_second`
   json_object extra;                  ///< app-specific keys (n, cutoff, ...)
+  std::vector<std::string> details;   ///< lines printed under the human line (not in JSON)
 };
 
 /// @brief Parses a whole number (or, for floating T, a finite number) in [lo, hi].
@@ -107,6 +116,7 @@ private:
   void parse(int argc, char** argv);
   std::string usage() const;
   void print_report(const report& r, const apgas::runtime& rt) const;
+  void report_failure(const std::exception_ptr& failure, apgas::place_id here) const;
 
   std::string m_app;
   std::string m_summary;

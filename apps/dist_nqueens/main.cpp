@@ -1,0 +1,147 @@
+// dist-nqueens N [--spread-depth d] [--cutoff-depth D]: N-Queens over places. Place 0 lists the
+// safe placements of the top d rows; each such subtree goes to a place, round-robin, as an
+// `at` that runs the local parallel kernel (one async per safe square down to row D) there and
+// sends its count back. Checked against the known counts and, for N <= 14 (unless --no-seq),
+// against nqueens_seq at place 0.
+#include "apgas_apps/cli.hpp"
+#include "apgas_apps/nqueens.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int k_max_seq_n = 14;          // nqueens_seq takes seconds beyond this
+constexpr int k_default_spread_depth = 2; // N x (N-2)-ish subtrees: a few per place and worker
+
+/// The safe placements of rows [row, depth) below `b`, appended to `out`.
+void list_prefixes(apgas_apps::nqueens_board& b, int n, int row, int depth,
+                   std::vector<apgas_apps::nqueens_board>& out) {
+  if (row == depth) {
+    out.push_back(b);
+    return;
+  }
+  for (int col = 0; col < n; ++col) {
+    if (!apgas_apps::nqueens_safe(b, row, col)) continue;
+    b.column[static_cast<std::size_t>(row)] = static_cast<std::int8_t>(col);
+    list_prefixes(b, n, row + 1, depth, out);
+  }
+}
+
+/// Counts the solutions below `prefix` (its top `depth` rows placed) at place `p`.
+apgas::task<long> count_at(apgas::place_id p, apgas_apps::nqueens_board prefix, int n, int depth,
+                           int cutoff_depth) {
+  co_return co_await apgas::at(p, [](apgas_apps::nqueens_board b, int nn, int row,
+                                     int cutoff) -> apgas::task<long> {
+    co_return co_await apgas_apps::nqueens_rec(b, nn, row, cutoff);
+  }, prefix, n, depth, cutoff_depth);
+}
+
+/// What a distributed run found: the total and each place's part of it.
+struct dist_count {
+  long total = 0;
+  std::vector<long> per_place; ///< solutions found at each place
+  std::vector<long> subtrees;  ///< subtrees each place counted
+
+  template <class A>
+  void serialize(A& a) { // run() hands the value to every place
+    a & total & per_place & subtrees;
+  }
+};
+
+apgas::task<dist_count> dist_nqueens(int n, int spread_depth, int cutoff_depth) {
+  std::vector<apgas_apps::nqueens_board> prefixes;
+  apgas_apps::nqueens_board root;
+  list_prefixes(root, n, 0, spread_depth, prefixes);
+  const apgas::place_id places = apgas::places();
+  std::vector<long> counts(prefixes.size(), 0);
+  // One activity per subtree, round-robin over the places: each waits for its place's
+  // answer (its worker goes on meanwhile), all under one finish.
+  co_await apgas::finish([&]() -> apgas::task<> {
+    for (std::size_t i = 0; i < prefixes.size(); ++i) {
+      const auto p = static_cast<apgas::place_id>(i % places);
+      co_await apgas::async(count_at(p, prefixes[i], n, spread_depth, cutoff_depth), counts[i]);
+    }
+  });
+  dist_count d;
+  d.per_place.assign(places, 0);
+  d.subtrees.assign(places, 0);
+  for (std::size_t i = 0; i < prefixes.size(); ++i) {
+    d.total += counts[i];
+    d.per_place[i % places] += counts[i];
+    ++d.subtrees[i % places];
+  }
+  co_return d;
+}
+
+std::string join(const std::vector<long>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{}", i == 0 ? "" : " ", v[i]);
+  return s;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  int n = 0;
+  int spread = k_default_spread_depth;
+  int depth = -1; // -1: not given, which means N
+  apgas_apps::cli cli(
+      "dist-nqueens",
+      "N-Queens over places: the safe placements of the top d rows are subtrees sent\n"
+      "round-robin to the places (one `at` each), where the local kernel counts them with one\n"
+      "async per safe square down to row D; the counts come back to place 0.");
+  cli.positional("N", "board size (1 to 20)", n, 1, apgas_apps::k_nqueens_max);
+  cli.option("--spread-depth", "d",
+             fmt::format("rows placed at place 0 to cut the tree into subtrees (default {})",
+                         k_default_spread_depth),
+             spread, 0, apgas_apps::k_nqueens_max);
+  cli.option("--cutoff-depth", "D",
+             "rows that spawn, counted from the top; rows below run sequentially (default N)",
+             depth, 0, apgas_apps::k_nqueens_max);
+  return cli.run(argc, argv, [&](apgas::runtime& rt, const apgas_apps::common_flags& flags) {
+    // Rows below N do not exist: larger depths act as N does.
+    spread = std::min(spread, n);
+    depth = depth < 0 ? n : std::min(depth, n);
+    apgas_apps::report r;
+    const long expected = apgas_apps::nqueens_known(n);
+    dist_count result;
+    r.seconds = apgas_apps::best_seconds(flags.repeat, [&] {
+      result = rt.run(dist_nqueens(n, spread, depth));
+      if (result.total != expected && r.failure.empty()) {
+        r.failure = fmt::format("dist-nqueens({}) = {}, the known count is {}", n, result.total,
+                                expected);
+      }
+    });
+    if (flags.run_seq && n <= k_max_seq_n) {
+      long seq = 0;
+      r.seq_seconds = apgas_apps::best_seconds(flags.repeat, [&] {
+        int m = n;
+        apgas_apps::opaque(m);
+        seq = apgas_apps::nqueens_seq(m);
+        apgas_apps::opaque(seq);
+      });
+      if (seq != result.total && r.failure.empty()) {
+        r.failure = fmt::format("dist-nqueens({}) = {} but nqueens_seq gives {}", n, result.total,
+                                seq);
+      }
+    }
+    long subtrees = 0;
+    for (long s : result.subtrees) subtrees += s;
+    r.title = fmt::format("dist-nqueens({})", n);
+    r.result = result.total;
+    r.verified = r.failure.empty();
+    r.details.push_back(fmt::format("{} subtrees (spread depth {}) over {} place(s): "
+                                    "subtrees per place [{}], solutions per place [{}]",
+                                    subtrees, spread, rt.places(), join(result.subtrees),
+                                    join(result.per_place)));
+    r.extra.add("n", n).add("spread_depth", spread).add("cutoff_depth", depth);
+    r.extra.add("subtrees", subtrees);
+    r.extra.add("solutions_per_place", join(result.per_place));
+    return r;
+  });
+}
