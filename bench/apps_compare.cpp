@@ -1,0 +1,832 @@
+// bench_apps: the app kernels (fib, integrate, nqueens, quicksort) under every scheduler we
+// compare, in one run: sequential, apgas work-first, apgas help-first, TBB task_group and
+// OpenMP tasks, on 1 and 2 workers. Each measurement is the best of --reps runs after one
+// warm-up run; every run's result is checked against the sequential one (a mismatch exits 1).
+//
+//   bench_apps [--reps R] [--quick] [--only fib,integrate] [--json] [--workers 1,2] ...
+//
+// See --help for the sizes. The table goes to stdout (with --json: the JSON array goes to
+// stdout, the table and the target checks to stderr).
+#include <apgas/apgas.hpp>
+
+#include <apgas_apps/fib.hpp>
+#include <apgas_apps/integrate.hpp>
+#include <apgas_apps/nqueens.hpp>
+#include <apgas_apps/quicksort.hpp>
+
+#ifdef APGAS_BENCH_HAVE_TBB
+#include "peers/tbb_kernels.hpp"
+#include <tbb/global_control.h>
+#endif
+#ifdef APGAS_BENCH_HAVE_OPENMP
+#include "peers/omp_kernels.hpp"
+#endif
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <exception>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+// ---- settings ---------------------------------------------------------------------------------
+
+struct settings {
+  int reps = 5;
+  bool quick = false;
+  bool json = false;
+  bool pin = true;
+  double timeout_s = 600; // per measurement (warm-up + reps); a hang is reported, exit 2
+  std::vector<unsigned> workers{1, 2};
+  std::vector<std::string> only;     // empty: every app
+  std::vector<std::string> variants; // empty: every variant (sequential always runs)
+  // Sizes (overridden by --quick, then by explicit flags).
+  int fib_n = 32;        // one task per call
+  int fib_coarse_n = 38; // with a cutoff
+  int fib_cutoff = 20;
+  double integrate_n = 1536;     // one task per split
+  double integrate_cutoff = 1.0; // interval width below which the recursion is sequential
+  int nqueens_n = 12;            // full: one task per safe square in every row
+  int nqueens_depth = 4;         // coarse: tasks in the top rows only
+  std::size_t quicksort_n = 10'000'000;
+  std::size_t quicksort_cutoff = 2048; // the fine-grained run uses cutoff 1
+};
+
+void apply_quick(settings& s) {
+  s.quick = true;
+  s.fib_n = 20;
+  s.fib_coarse_n = 24;
+  s.fib_cutoff = 14;
+  s.integrate_n = 96;
+  s.integrate_cutoff = 1.0;
+  s.nqueens_n = 8;
+  s.nqueens_depth = 3;
+  s.quicksort_n = 100'000;
+  s.quicksort_cutoff = 2048;
+}
+
+[[noreturn]] void usage_exit(const std::string& why) {
+  std::fprintf(stderr, "bench_apps: %s (see --help)\n", why.c_str());
+  std::exit(64);
+}
+
+const char* const k_help = R"(usage: bench_apps [options]
+
+Runs fib, integrate, nqueens and quicksort sequentially and under apgas (work-first and
+help-first), TBB task_group and OpenMP tasks, on each worker count, and checks every result
+against the sequential one. Each time is the best of R runs after one warm-up run.
+
+  --reps R               repetitions per measurement (default 5)
+  --quick                tiny sizes (a smoke test: a few seconds, results still checked)
+  --only LIST            comma-separated apps: fib,integrate,nqueens,quicksort
+  --workers LIST         comma-separated worker counts (default 1,2)
+  --variants LIST        comma-separated: apgas-wf,apgas-hf,tbb,omp (default: all; the
+                         sequential reference always runs)
+  --json                 JSON array of rows on stdout; table and checks on stderr
+  --pin yes|no           pin apgas workers (runtime default: yes)
+  --timeout S            seconds allowed per measurement before reporting a hang (600)
+  --fib-n N              fib one task per call: fib(N), cutoff 0 (default 32)
+  --fib-coarse-n N       fib with cutoff: fib(N) (default 38)
+  --fib-cutoff C         its cutoff: calls with n < C are sequential (default 20)
+  --integrate-n X        integrate x^3+x over [0, X], one task per split (default 1536)
+  --integrate-cutoff W   coarse run: intervals narrower than W are sequential (default 1)
+  --nqueens-n N          N-Queens board size (default 12), full: a task per safe square
+  --nqueens-depth D      coarse run: tasks in the top D rows only (default 4)
+  --quicksort-n N        elements (default 10000000), fine run with cutoff 1
+  --quicksort-cutoff C   coarse run: ranges of at most C elements are sequential (2048)
+)";
+
+std::vector<std::string> split_list(std::string_view s) {
+  std::vector<std::string> out;
+  while (!s.empty()) {
+    const auto comma = s.find(',');
+    const auto item = s.substr(0, comma);
+    if (!item.empty())
+      out.emplace_back(item);
+    if (comma == std::string_view::npos)
+      break;
+    s.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+template <class T> T parse_number(std::string_view flag, const std::string& text) {
+  try {
+    std::size_t used = 0;
+    T v{};
+    if constexpr (std::is_floating_point_v<T>)
+      v = static_cast<T>(std::stod(text, &used));
+    else if constexpr (std::is_unsigned_v<T>)
+      v = static_cast<T>(std::stoull(text, &used));
+    else
+      v = static_cast<T>(std::stoll(text, &used));
+    if (used != text.size())
+      throw std::invalid_argument(text);
+    return v;
+  } catch (const std::exception&) {
+    usage_exit(fmt::format("{}: not a number: '{}'", flag, text));
+  }
+}
+
+settings parse_args(int argc, char** argv) {
+  settings s;
+  // --quick first, so that explicit size flags win over it wherever they appear.
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--quick")
+      apply_quick(s);
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    bool has_value = false;
+    if (const auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      has_value = true;
+    }
+    auto take = [&]() -> const std::string& {
+      if (!has_value) {
+        if (i + 1 >= argc)
+          usage_exit(fmt::format("{} needs a value", arg));
+        value = argv[++i];
+        has_value = true;
+      }
+      return value;
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(k_help, stdout);
+      std::exit(0);
+    } else if (arg == "--quick") {
+    } else if (arg == "--json") {
+      s.json = true;
+    } else if (arg == "--reps") {
+      s.reps = parse_number<int>(arg, take());
+      if (s.reps < 1)
+        usage_exit("--reps must be at least 1");
+    } else if (arg == "--only") {
+      s.only = split_list(take());
+      for (const auto& a : s.only)
+        if (a != "fib" && a != "integrate" && a != "nqueens" && a != "quicksort")
+          usage_exit(fmt::format("--only: unknown app '{}'", a));
+    } else if (arg == "--variants") {
+      s.variants = split_list(take());
+      for (const auto& v : s.variants)
+        if (v != "apgas-wf" && v != "apgas-hf" && v != "tbb" && v != "omp" && v != "sequential")
+          usage_exit(fmt::format("--variants: unknown variant '{}'", v));
+    } else if (arg == "--workers") {
+      s.workers.clear();
+      for (const auto& w : split_list(take())) {
+        const auto n = parse_number<unsigned>(arg, w);
+        if (n < 1 || n > 1024)
+          usage_exit("--workers: counts from 1 to 1024");
+        s.workers.push_back(n);
+      }
+      if (s.workers.empty())
+        usage_exit("--workers: empty list");
+    } else if (arg == "--pin") {
+      const auto& v = take();
+      if (v != "yes" && v != "no")
+        usage_exit("--pin: yes or no");
+      s.pin = v == "yes";
+    } else if (arg == "--timeout") {
+      s.timeout_s = parse_number<double>(arg, take());
+    } else if (arg == "--fib-n") {
+      s.fib_n = parse_number<int>(arg, take());
+    } else if (arg == "--fib-coarse-n") {
+      s.fib_coarse_n = parse_number<int>(arg, take());
+    } else if (arg == "--fib-cutoff") {
+      s.fib_cutoff = parse_number<int>(arg, take());
+    } else if (arg == "--integrate-n") {
+      s.integrate_n = parse_number<double>(arg, take());
+    } else if (arg == "--integrate-cutoff") {
+      s.integrate_cutoff = parse_number<double>(arg, take());
+    } else if (arg == "--nqueens-n") {
+      s.nqueens_n = parse_number<int>(arg, take());
+      if (s.nqueens_n < 1 || s.nqueens_n > apgas_apps::k_nqueens_max)
+        usage_exit(fmt::format("--nqueens-n: 1 to {}", apgas_apps::k_nqueens_max));
+    } else if (arg == "--nqueens-depth") {
+      s.nqueens_depth = parse_number<int>(arg, take());
+    } else if (arg == "--quicksort-n") {
+      s.quicksort_n = parse_number<std::size_t>(arg, take());
+    } else if (arg == "--quicksort-cutoff") {
+      s.quicksort_cutoff = parse_number<std::size_t>(arg, take());
+    } else {
+      usage_exit(fmt::format("unknown argument '{}'", argv[i]));
+    }
+  }
+  return s;
+}
+
+// ---- watchdog: a hang in any scheduler is reported, not waited out ---------------------------
+
+class watchdog {
+public:
+  watchdog() : m_thread([this] { loop(); }) {}
+  watchdog(const watchdog&) = delete;
+  watchdog& operator=(const watchdog&) = delete;
+  ~watchdog() {
+    m_stop.store(true, std::memory_order_relaxed);
+    m_thread.join();
+  }
+  void arm(std::string what, double seconds) {
+    std::lock_guard guard(m_mutex);
+    m_what = std::move(what);
+    m_deadline = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
+                                         std::chrono::duration<double>(seconds));
+    m_armed = true;
+  }
+  void disarm() {
+    std::lock_guard guard(m_mutex);
+    m_armed = false;
+  }
+
+private:
+  void loop() {
+    while (!m_stop.load(std::memory_order_relaxed)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      std::lock_guard guard(m_mutex);
+      if (m_armed && clock_type::now() > m_deadline) {
+        std::fprintf(stderr, "\nbench_apps: TIMEOUT (hang?) in %s\n", m_what.c_str());
+        std::fflush(stderr);
+        std::_Exit(2);
+      }
+    }
+  }
+  std::mutex m_mutex;
+  std::string m_what;
+  clock_type::time_point m_deadline;
+  bool m_armed = false;
+  std::atomic<bool> m_stop{false};
+  std::thread m_thread;
+};
+
+// ---- the cases ------------------------------------------------------------------------------
+
+/// @brief One app at one size: how to run it under each scheduler and how to check a result.
+/// Every runner returns the result as a double (exact for the integer results here); quicksort
+/// returns 0 and its check looks at the sorted buffer.
+struct app_case {
+  std::string app;                       ///< fib, integrate, nqueens, quicksort
+  std::string label;                     ///< e.g. "fib(32) cutoff 0"
+  bool coarse = false;                   ///< has a cutoff: target (c)
+  bool one_task_per_call = false;        ///< fib without cutoff: target (a)
+  std::uint64_t tasks = 0;               ///< asyncs (= task_group::run = omp task) per run
+  std::function<void()> prepare = [] {}; ///< untimed, before every run
+  std::function<double()> run_seq;
+  std::function<double()> run_apgas; ///< in the current apgas runtime
+  std::function<double()> run_tbb;   ///< empty if the peer is not built
+  std::function<double(unsigned)> run_omp;
+  std::string mismatch_note; ///< appended to the wrong-result message
+  std::function<bool(double got, double expected)> check = [](double g, double e) {
+    return g == e;
+  };
+};
+
+/// Asyncs of apgas_apps::fib(n, cutoff): one per call with n >= 2 and n >= cutoff (a finish_all
+/// of two tasks, one of which is stealable: one spawn, as the runtime's spawn counter says).
+std::uint64_t fib_tasks(int n, int cutoff) {
+  if (n < 2 || n < cutoff)
+    return 0;
+  return 1 + fib_tasks(n - 1, cutoff) + fib_tasks(n - 2, cutoff);
+}
+
+/// Asyncs of apgas_apps::integrate_rec: one per split that is neither narrow nor converged
+/// (a finish_all of the two halves, one of which is stealable: one spawn).
+std::uint64_t integrate_tasks(double l, double fl, double r, double fr, double area,
+                              double cutoff_width) {
+  if (r - l < cutoff_width)
+    return 0;
+  const double h = (r - l) * 0.5;
+  const double c = l + h;
+  const double fc = apgas_apps::integrate_f(c);
+  const double hh = h * 0.5;
+  const double al = (fl + fc) * hh;
+  const double ar = (fr + fc) * hh;
+  if (apgas_apps::converged(l, c, r, al + ar, area))
+    return 0;
+  return 1 + integrate_tasks(c, fc, r, fr, ar, cutoff_width) +
+         integrate_tasks(l, fl, c, fc, al, cutoff_width);
+}
+
+/// Asyncs of apgas_apps::nqueens_rec: one per safe square in rows < cutoff_depth.
+std::uint64_t nqueens_tasks(apgas_apps::nqueens_board& b, int n, int row, int cutoff_depth) {
+  if (row == n || row >= cutoff_depth)
+    return 0;
+  std::uint64_t count = 0;
+  for (int col = 0; col < n; ++col) {
+    if (!apgas_apps::nqueens_safe(b, row, col))
+      continue;
+    b.column[static_cast<std::size_t>(row)] = static_cast<std::int8_t>(col);
+    count += 1 + nqueens_tasks(b, n, row + 1, cutoff_depth);
+  }
+  return count;
+}
+
+/// Asyncs of apgas_apps::quicksort on this input (sorts it as a side effect).
+std::uint64_t quicksort_tasks(int* a, std::size_t n, std::size_t cutoff) {
+  if (n <= cutoff || n < 2) {
+    apgas_apps::quicksort_seq(a, n);
+    return 0;
+  }
+  const std::size_t p = apgas_apps::quicksort_partition(a, n);
+  return 1 + quicksort_tasks(a, p, cutoff) + quicksort_tasks(a + p, n - p, cutoff);
+}
+
+template <class F> std::function<double(unsigned)> omp_runner([[maybe_unused]] F&& f) {
+#ifdef APGAS_BENCH_HAVE_OPENMP
+  return std::forward<F>(f);
+#else
+  return {};
+#endif
+}
+
+apgas::runtime*& current_runtime() {
+  static apgas::runtime* rt = nullptr;
+  return rt;
+}
+
+std::vector<app_case> make_fib_cases(const settings& s) {
+  std::vector<app_case> out;
+  auto add = [&](int n, int cutoff, bool coarse) {
+    app_case c;
+    c.app = "fib";
+    c.label = fmt::format("fib({}) cutoff {}", n, cutoff);
+    c.coarse = coarse;
+    c.one_task_per_call = cutoff <= 2;
+    c.tasks = fib_tasks(n, cutoff);
+    c.run_seq = [n] { return static_cast<double>(apgas_apps::fib_seq(n)); };
+    c.run_apgas = [n, cutoff] {
+      return static_cast<double>(current_runtime()->run(apgas_apps::fib(n, cutoff)));
+    };
+#ifdef APGAS_BENCH_HAVE_TBB
+    c.run_tbb = [n, cutoff] { return static_cast<double>(apgas_bench::tbb_peer::fib(n, cutoff)); };
+#endif
+    c.run_omp = omp_runner([n, cutoff](unsigned w) {
+      return static_cast<double>(apgas_bench::omp_peer::fib(n, cutoff, w));
+    });
+    out.push_back(std::move(c));
+  };
+  add(s.fib_n, 0, false);
+  add(s.fib_coarse_n, s.fib_cutoff, true);
+  return out;
+}
+
+std::vector<app_case> make_integrate_cases(const settings& s) {
+  std::vector<app_case> out;
+  auto add = [&](double n, double cutoff, bool coarse) {
+    app_case c;
+    c.app = "integrate";
+    c.label = fmt::format("integrate({}) cutoff {}", n, cutoff);
+    c.coarse = coarse;
+    c.tasks = integrate_tasks(0.0, apgas_apps::integrate_f(0.0), n, apgas_apps::integrate_f(n), 0.0,
+                              cutoff);
+    // integrate_seq is the cutoff-free recursion; with any cutoff the parallel versions add the
+    // same partial sums in the same order, so the results must be bit-identical.
+    c.run_seq = [n] { return apgas_apps::integrate_seq(n); };
+    c.run_apgas = [n, cutoff] { return current_runtime()->run(apgas_apps::integrate(n, cutoff)); };
+#ifdef APGAS_BENCH_HAVE_TBB
+    c.run_tbb = [n, cutoff] { return apgas_bench::tbb_peer::integrate(n, cutoff); };
+#endif
+    c.run_omp = omp_runner(
+        [n, cutoff](unsigned w) { return apgas_bench::omp_peer::integrate(n, cutoff, w); });
+    out.push_back(std::move(c));
+  };
+  add(s.integrate_n, 0.0, false);
+  add(s.integrate_n, s.integrate_cutoff, true);
+  return out;
+}
+
+std::vector<app_case> make_nqueens_cases(const settings& s) {
+  std::vector<app_case> out;
+  auto add = [&](int n, int depth, bool coarse) {
+    app_case c;
+    c.app = "nqueens";
+    c.label = depth >= n ? fmt::format("nqueens({}) full", n)
+                         : fmt::format("nqueens({}) depth {}", n, depth);
+    c.coarse = coarse;
+    apgas_apps::nqueens_board b;
+    c.tasks = nqueens_tasks(b, n, 0, depth);
+    c.run_seq = [n] { return static_cast<double>(apgas_apps::nqueens_seq(n)); };
+    c.run_apgas = [n, depth] {
+      return static_cast<double>(current_runtime()->run(apgas_apps::nqueens(n, depth)));
+    };
+#ifdef APGAS_BENCH_HAVE_TBB
+    c.run_tbb = [n, depth] {
+      return static_cast<double>(apgas_bench::tbb_peer::nqueens(n, depth));
+    };
+#endif
+    c.run_omp = omp_runner([n, depth](unsigned w) {
+      return static_cast<double>(apgas_bench::omp_peer::nqueens(n, depth, w));
+    });
+    out.push_back(std::move(c));
+  };
+  add(s.nqueens_n, s.nqueens_n, false);
+  add(s.nqueens_n, s.nqueens_depth, true);
+  return out;
+}
+
+/// The input, a scratch buffer every run sorts, and the sequentially sorted reference.
+struct quicksort_data {
+  std::vector<int> input;
+  std::vector<int> work;
+  std::vector<int> sorted;
+};
+
+std::vector<app_case> make_quicksort_cases(const settings& s) {
+  auto data = std::make_shared<quicksort_data>();
+  data->input.resize(s.quicksort_n);
+  std::mt19937_64 rng(20240611);
+  std::uniform_int_distribution<int> dist(std::numeric_limits<int>::min(),
+                                          std::numeric_limits<int>::max());
+  for (int& x : data->input)
+    x = dist(rng);
+  data->sorted = data->input;
+  std::sort(data->sorted.begin(), data->sorted.end());
+  data->work.resize(s.quicksort_n);
+
+  std::vector<app_case> out;
+  auto add = [&](std::size_t cutoff, bool coarse) {
+    app_case c;
+    c.app = "quicksort";
+    c.label = fmt::format("quicksort({}) cutoff {}", s.quicksort_n, cutoff);
+    c.coarse = coarse;
+    std::vector<int> scratch = data->input;
+    c.tasks = quicksort_tasks(scratch.data(), scratch.size(), cutoff);
+    c.prepare = [data] { std::copy(data->input.begin(), data->input.end(), data->work.begin()); };
+    c.run_seq = [data] {
+      apgas_apps::quicksort_seq(data->work.data(), data->work.size());
+      return 0.0;
+    };
+    c.run_apgas = [data, cutoff] {
+      current_runtime()->run(apgas_apps::quicksort(data->work.data(), data->work.size(), cutoff));
+      return 0.0;
+    };
+#ifdef APGAS_BENCH_HAVE_TBB
+    c.run_tbb = [data, cutoff] {
+      apgas_bench::tbb_peer::quicksort(data->work.data(), data->work.size(), cutoff);
+      return 0.0;
+    };
+#endif
+    c.run_omp = omp_runner([data, cutoff](unsigned w) {
+      apgas_bench::omp_peer::quicksort(data->work.data(), data->work.size(), cutoff, w);
+      return 0.0;
+    });
+    c.check = [data](double, double) { return data->work == data->sorted; };
+    c.mismatch_note = " (quicksort: the buffer differs from std::sort of the input)";
+    out.push_back(std::move(c));
+  };
+  add(1, false);
+  add(s.quicksort_cutoff, true);
+  return out;
+}
+
+// ---- measuring ------------------------------------------------------------------------------
+
+struct row {
+  std::string app;
+  std::string label;
+  std::string variant; ///< sequential, apgas-wf, apgas-hf, tbb, omp
+  unsigned workers = 1;
+  bool built = true; ///< false: the peer was not found at configure time
+  double seconds = 0;
+  double cpu_seconds = 0; ///< process CPU time during the best run (all threads)
+  std::uint64_t tasks = 0;
+  bool coarse = false;
+  bool one_task_per_call = false;
+};
+
+bool listed(const std::vector<std::string>& list, const std::string& item) {
+  return list.empty() || std::find(list.begin(), list.end(), item) != list.end();
+}
+
+struct context {
+  const settings& opts;
+  watchdog& dog;
+};
+
+/// The best run of a measurement: wall-clock seconds, and the process CPU seconds during it.
+struct timing {
+  double seconds = 0;
+  double cpu_seconds = 0;
+};
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+/// Best of `reps` timed runs after one warm-up; every run's result is checked.
+timing measure(context& ctx, const app_case& c, const std::string& what,
+               const std::function<double()>& run, std::optional<double>& expected) {
+  ctx.dog.arm(fmt::format("{} / {}", c.label, what), ctx.opts.timeout_s);
+  timing best{std::numeric_limits<double>::infinity(), 0};
+  for (int i = 0; i <= ctx.opts.reps; ++i) {
+    c.prepare();
+    const double cpu0 = process_cpu_seconds();
+    const auto t0 = clock_type::now();
+    double got = 0;
+    try {
+      got = run();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "\nbench_apps: FAILED: %s / %s threw: %s\n", c.label.c_str(),
+                   what.c_str(), e.what());
+      std::exit(1);
+    }
+    const auto t1 = clock_type::now();
+    const double cpu1 = process_cpu_seconds();
+    if (!expected)
+      expected = got; // the sequential run's first result is the reference
+    if (!c.check(got, *expected)) {
+      std::fprintf(stderr,
+                   "\nbench_apps: WRONG RESULT: %s / %s (run %d): got %.17g, expected %.17g%s\n",
+                   c.label.c_str(), what.c_str(), i, got, *expected, c.mismatch_note.c_str());
+      std::exit(1);
+    }
+    const double secs = std::chrono::duration<double>(t1 - t0).count();
+    if (i > 0 && secs < best.seconds)
+      best = {secs, cpu1 - cpu0};
+  }
+  ctx.dog.disarm();
+  std::fputc('.', stderr);
+  std::fflush(stderr);
+  return best;
+}
+
+void run_case(context& ctx, const app_case& c, std::vector<row>& rows) {
+  std::optional<double> expected;
+  auto push = [&](std::string variant, unsigned w, bool built, timing t) {
+    rows.push_back(row{c.app, c.label, std::move(variant), w, built, t.seconds, t.cpu_seconds,
+                       c.tasks, c.coarse, c.one_task_per_call});
+  };
+  push("sequential", 1, true, measure(ctx, c, "sequential", c.run_seq, expected));
+  const long known = apgas_apps::nqueens_known(ctx.opts.nqueens_n);
+  if (c.app == "nqueens" && *expected != static_cast<double>(known)) {
+    std::fprintf(stderr, "\nbench_apps: WRONG RESULT: sequential nqueens(%d) = %.0f, known %ld\n",
+                 ctx.opts.nqueens_n, *expected, known);
+    std::exit(1);
+  }
+  for (unsigned w : ctx.opts.workers) {
+    for (apgas::policy p : {apgas::policy::work_first, apgas::policy::help_first}) {
+      const std::string variant = p == apgas::policy::work_first ? "apgas-wf" : "apgas-hf";
+      if (!listed(ctx.opts.variants, variant))
+        continue;
+      apgas::options o{.threads = w, .default_policy = p};
+      o.pin_workers = ctx.opts.pin;
+      timing secs;
+      {
+        apgas::runtime rt(o); // one runtime at a time: destroyed before the next is created
+        current_runtime() = &rt;
+        secs = measure(ctx, c, fmt::format("{} {}w", variant, w), c.run_apgas, expected);
+        current_runtime() = nullptr;
+      }
+      push(variant, w, true, secs);
+    }
+#ifdef APGAS_BENCH_HAVE_TBB
+    if (listed(ctx.opts.variants, "tbb")) {
+      tbb::global_control limit(tbb::global_control::max_allowed_parallelism, w);
+      push("tbb", w, true, measure(ctx, c, fmt::format("tbb {}w", w), c.run_tbb, expected));
+    }
+#else
+    if (listed(ctx.opts.variants, "tbb"))
+      push("tbb", w, false, {});
+#endif
+    if (listed(ctx.opts.variants, "omp")) {
+      if (c.run_omp) {
+        std::function<double()> run = [&c, w] { return c.run_omp(w); };
+        push("omp", w, true, measure(ctx, c, fmt::format("omp {}w", w), run, expected));
+      } else {
+        push("omp", w, false, {});
+      }
+    }
+  }
+}
+
+// ---- reporting ------------------------------------------------------------------------------
+
+const row* find_row(const std::vector<row>& rows, const std::string& label,
+                    const std::string& variant, unsigned workers) {
+  for (const row& r : rows)
+    if (r.label == label && r.variant == variant && r.workers == workers && r.built)
+      return &r;
+  return nullptr;
+}
+
+struct derived {
+  std::optional<double> vs_seq, vs_tbb, speedup, ns_per_task, overhead_ns_per_task;
+};
+
+derived derive(const std::vector<row>& rows, const row& r) {
+  derived d;
+  if (!r.built)
+    return d;
+  const bool parallel = r.variant != "sequential";
+  if (const row* seq = find_row(rows, r.label, "sequential", 1)) {
+    d.vs_seq = r.seconds / seq->seconds;
+    if (parallel && r.tasks > 0) {
+      const auto tasks = static_cast<double>(r.tasks);
+      d.ns_per_task = r.seconds * 1e9 / tasks;
+      d.overhead_ns_per_task = (r.seconds - seq->seconds) * 1e9 / tasks;
+    }
+  }
+  if (parallel)
+    if (const row* tbb = find_row(rows, r.label, "tbb", r.workers))
+      d.vs_tbb = r.seconds / tbb->seconds;
+  if (parallel && r.workers != 1)
+    if (const row* one = find_row(rows, r.label, r.variant, 1))
+      d.speedup = one->seconds / r.seconds;
+  return d;
+}
+
+std::string cell(const std::optional<double>& v, const char* spec) {
+  return v ? fmt::format(fmt::runtime(spec), *v) : std::string("-");
+}
+
+// Columns: case, variant, workers, seconds (best run), cpu/wall (process CPU time over wall time
+// in that run: ~1 per busy thread; lower means the machine took CPUs away), vs seq, vs tbb
+// (same workers), speedup over the same variant on 1 worker, asyncs per run, wall ns per
+// async, and (wall - sequential) ns per async.
+constexpr const char* k_table_format =
+    "{:<31} {:<10} {:>2} {:>9} {:>5} {:>7} {:>7} {:>6} {:>9} {:>9} {:>9}\n";
+
+void print_table(std::FILE* out, const std::vector<row>& rows) {
+  fmt::print(out, fmt::runtime(k_table_format), "case", "variant", "w", "seconds", "cpu/w",
+             "vs seq", "vs tbb", "2w/1w", "tasks", "ns/task", "ovh ns");
+  std::string last;
+  for (const row& r : rows) {
+    if (r.label != last && !last.empty())
+      fmt::print(out, "\n");
+    last = r.label;
+    const bool parallel = r.variant != "sequential";
+    const std::string w = parallel ? std::to_string(r.workers) : "-";
+    if (!r.built) {
+      fmt::print(out, "{:<31} {:<10} {:>2} {}\n", r.label, r.variant, w, "peer not built");
+      continue;
+    }
+    const derived d = derive(rows, r);
+    fmt::print(out, fmt::runtime(k_table_format), r.label, r.variant, w,
+               fmt::format("{:.4f}", r.seconds), fmt::format("{:.2f}", r.cpu_seconds / r.seconds),
+               cell(d.vs_seq, "{:.2f}"), cell(d.vs_tbb, "{:.2f}"), cell(d.speedup, "{:.2f}"),
+               parallel ? std::to_string(r.tasks) : "-", cell(d.ns_per_task, "{:.1f}"),
+               cell(d.overhead_ns_per_task, "{:.1f}"));
+  }
+}
+
+std::string json_number(const std::optional<double>& v) {
+  return v ? fmt::format("{:.9g}", *v) : std::string("null");
+}
+
+void print_json(std::FILE* out, const std::vector<row>& rows) {
+  fmt::print(out, "[\n");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const row& r = rows[i];
+    const derived d = derive(rows, r);
+    auto when_built = [&](double v) { return r.built ? json_number(v) : "null"; };
+    fmt::print(out,
+               "  {{\"app\": \"{}\", \"case\": \"{}\", \"variant\": \"{}\", \"workers\": {}, "
+               "\"built\": {}, \"seconds\": {}, \"cpu_seconds\": {}, \"vs_seq\": {}, "
+               "\"vs_tbb\": {}, \"speedup\": {}, \"tasks\": {}, \"ns_per_task\": {}, "
+               "\"overhead_ns_per_task\": {}, \"coarse\": {}, \"one_task_per_call\": {}}}{}\n",
+               r.app, r.label, r.variant, r.workers, r.built ? "true" : "false",
+               when_built(r.seconds), when_built(r.cpu_seconds), json_number(d.vs_seq),
+               json_number(d.vs_tbb), json_number(d.speedup),
+               r.variant == "sequential" ? 0 : r.tasks, json_number(d.ns_per_task),
+               json_number(d.overhead_ns_per_task), r.coarse, r.one_task_per_call,
+               i + 1 < rows.size() ? "," : "");
+  }
+  fmt::print(out, "]\n");
+}
+
+/// The performance targets: PASS or MISS each (a miss is reported, never fatal).
+void print_checks(std::FILE* out, const std::vector<row>& rows, const std::vector<app_case>& cases,
+                  const settings& s) {
+  fmt::print(out, "\ntarget checks{}:\n", s.quick ? " (--quick sizes: not meaningful)" : "");
+  int lines = 0;
+  auto verdict = [](bool ok) { return ok ? "PASS" : "MISS"; };
+  for (const app_case& c : cases) {
+    for (const char* v : {"apgas-wf", "apgas-hf"}) {
+      // (a) fine-grained fib on one worker: apgas ns/task <= 1/3 of TBB's.
+      if (c.one_task_per_call) {
+        const row* a = find_row(rows, c.label, v, 1);
+        const row* t = find_row(rows, c.label, "tbb", 1);
+        if (a != nullptr && t != nullptr) {
+          const double na = a->seconds * 1e9 / static_cast<double>(c.tasks);
+          const double nt = t->seconds * 1e9 / static_cast<double>(c.tasks);
+          fmt::print(out, "  (a) {} {:<22} 1w: {:6.1f} ns/task vs tbb {:6.1f} (limit {:6.1f}) {}\n",
+                     v, c.label, na, nt, nt / 3, verdict(na <= nt / 3));
+        } else {
+          fmt::print(out, "  (a) {} {:<22} 1w: no TBB row, not checked\n", v, c.label);
+        }
+        ++lines;
+      }
+      // (b) speedup on 2 workers over 1 >= 1.8 for fib, integrate, nqueens.
+      if (c.app == "fib" || c.app == "integrate" || c.app == "nqueens") {
+        const row* one = find_row(rows, c.label, v, 1);
+        const row* two = find_row(rows, c.label, v, 2);
+        if (one != nullptr && two != nullptr) {
+          const double sp = one->seconds / two->seconds;
+          fmt::print(out, "  (b) {} {:<22} speedup 2w/1w {:5.2f} (>= 1.80) {}\n", v, c.label, sp,
+                     verdict(sp >= 1.8));
+          ++lines;
+        }
+      }
+      // (c) coarse-grained runs on 1 worker within 5% of sequential.
+      if (c.coarse) {
+        const row* a = find_row(rows, c.label, v, 1);
+        const row* seq = find_row(rows, c.label, "sequential", 1);
+        if (a != nullptr && seq != nullptr) {
+          const double ratio = a->seconds / seq->seconds;
+          fmt::print(out, "  (c) {} {:<22} 1w / sequential {:5.3f} (<= 1.050) {}\n", v, c.label,
+                     ratio, verdict(ratio <= 1.05));
+          ++lines;
+        }
+      }
+    }
+  }
+  if (lines == 0)
+    fmt::print(out, "  (none apply to the selected apps and worker counts)\n");
+}
+
+std::string load_average() {
+  std::FILE* f = std::fopen("/proc/loadavg", "r");
+  if (f == nullptr)
+    return "unknown";
+  char buf[128] = {};
+  const bool ok = std::fgets(buf, sizeof buf, f) != nullptr;
+  std::fclose(f);
+  std::string s = ok ? buf : "unknown";
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+    s.pop_back();
+  return s;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const settings s = parse_args(argc, argv);
+  std::FILE* human = s.json ? stderr : stdout;
+
+  fmt::print(human, "bench_apps: reps {} (best of, after 1 warm-up), workers", s.reps);
+  for (unsigned w : s.workers)
+    fmt::print(human, " {}", w);
+  fmt::print(human, ", apgas pin {}, tbb {}, openmp {}{}\n", s.pin ? "yes" : "no",
+#ifdef APGAS_BENCH_HAVE_TBB
+             "yes",
+#else
+             "peer not built",
+#endif
+#ifdef APGAS_BENCH_HAVE_OPENMP
+             "yes",
+#else
+             "peer not built",
+#endif
+             s.quick ? ", --quick sizes" : "");
+  fmt::print(human, "load average at start: {}\n", load_average());
+  std::fflush(human);
+
+  std::vector<app_case> cases;
+  auto append = [&](std::vector<app_case> more) {
+    for (auto& c : more)
+      cases.push_back(std::move(c));
+  };
+  if (listed(s.only, "fib"))
+    append(make_fib_cases(s));
+  if (listed(s.only, "integrate"))
+    append(make_integrate_cases(s));
+  if (listed(s.only, "nqueens"))
+    append(make_nqueens_cases(s));
+  if (listed(s.only, "quicksort"))
+    append(make_quicksort_cases(s));
+
+  watchdog dog;
+  context ctx{s, dog};
+  std::vector<row> rows;
+  for (const app_case& c : cases)
+    run_case(ctx, c, rows);
+  std::fputc('\n', stderr);
+
+  fmt::print(human, "load average at end: {}\n", load_average());
+  print_table(human, rows);
+  print_checks(human, rows, cases, s);
+  if (s.json)
+    print_json(stdout, rows);
+  return 0;
+}
