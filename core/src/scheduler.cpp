@@ -173,11 +173,19 @@ void scheduler::worker_main(unsigned index) {
   if (m_options.pin_workers) topology::instance().bind_this_thread(index);
   m_gate.begin_search();
   unsigned idle_rounds = 0;
+  // With a network, one parked worker at a time (the watcher) sleeps with a time limit so
+  // that somebody polls for messages; the others sleep until woken.
+  bool watcher = false;
   std::chrono::nanoseconds park_backoff = k_min_network_park;
   // acquire: pairs with stop()'s release.
   while (!m_stop.load(std::memory_order_acquire)) {
     if (deque_item item = find_work(self)) {
       park_backoff = k_min_network_park;
+      if (watcher) { // hand the watch over before getting busy
+        watcher = false;
+        m_watcher_taken.store(false, std::memory_order_release);
+        m_gate.wake_one();
+      }
       // The last searcher hands the search over before it gets busy (see idle_gate.hpp).
       if (m_gate.end_search()) m_gate.wake_one();
       run_item(self, item);
@@ -185,7 +193,8 @@ void scheduler::worker_main(unsigned index) {
       idle_rounds = 0;
       continue;
     }
-    if (++idle_rounds < m_options.spin_rounds) {
+    // A watcher that woke up to poll goes back to sleep at once; others spin a little first.
+    if (!watcher && ++idle_rounds < m_options.spin_rounds) {
       for (int i = 0; i < 32; ++i) cpu_relax();
       if (idle_rounds > m_options.spin_rounds / 2) std::this_thread::yield();
       continue;
@@ -200,13 +209,15 @@ void scheduler::worker_main(unsigned index) {
       park_backoff = k_min_network_park;
     } else {
       ++self.m_counters.parks;
-      // With a network, sleep with a growing limit so that messages are still received;
-      // the limit doubles while nothing happens, up to about a millisecond.
-      m_gate.park(epoch, net != nullptr ? park_backoff : std::chrono::nanoseconds::zero());
-      if (net != nullptr) park_backoff = std::min(park_backoff * 2, k_max_network_park);
+      // acq_rel: the role is a token passed between workers.
+      if (net != nullptr && !watcher) watcher = !m_watcher_taken.exchange(true, std::memory_order_acq_rel);
+      // The watcher's limit doubles while nothing happens, up to about a millisecond.
+      m_gate.park(epoch, watcher ? park_backoff : std::chrono::nanoseconds::zero());
+      if (watcher) park_backoff = std::min(park_backoff * 2, k_max_network_park);
     }
     m_gate.begin_search();
   }
+  if (watcher) m_watcher_taken.store(false, std::memory_order_release);
   m_gate.end_search();
   t_frame_pool = nullptr;
   t_worker = nullptr;

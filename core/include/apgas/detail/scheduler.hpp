@@ -69,6 +69,7 @@ private:
 
   std::atomic<bool> m_stop{false};
   std::atomic<network*> m_network{nullptr}; ///< set once before activities run
+  std::atomic<bool> m_watcher_taken{false}; ///< a parked worker polls the network (see worker_main)
   std::vector<std::unique_ptr<finish_state>> m_root_finishes; ///< kept until destruction
 };
 
