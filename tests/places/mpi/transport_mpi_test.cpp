@@ -219,7 +219,9 @@ int barriers(transport& t, test_state& s) {
   const std::uint64_t host = host_hash();
   int checked = 0;
   for (std::size_t r = 0; r < s.rounds.size(); ++r) {
-    std::this_thread::sleep_for(std::chrono::milliseconds((me + r) % p));
+    // Ranks enter each round at different moments (the barrier must hold them all anyway).
+    const auto enter_at = std::chrono::steady_clock::now() + std::chrono::milliseconds((me + r) % p);
+    while (std::chrono::steady_clock::now() < enter_at) std::this_thread::yield();
     const header h{me, k_barrier_phase, 0, 0, r, static_cast<std::uint64_t>(now_ns()), host};
     for (place_id k = 0; k < p; ++k)
       t.send(k, std::span(reinterpret_cast<const std::byte*>(&h), sizeof h));
