@@ -314,16 +314,11 @@ std::uint64_t integrate_tasks(double l, double fl, double r, double fr, double a
                               double cutoff_width) {
   if (r - l < cutoff_width)
     return 0;
-  const double h = (r - l) * 0.5;
-  const double c = l + h;
-  const double fc = apgas_apps::integrate_f(c);
-  const double hh = h * 0.5;
-  const double al = (fl + fc) * hh;
-  const double ar = (fr + fc) * hh;
-  if (apgas_apps::converged(l, c, r, al + ar, area))
+  const apgas_apps::integrate_step s(l, fl, r, fr);
+  if (apgas_apps::converged(l, s.c, r, s.both(), area))
     return 0;
-  return 1 + integrate_tasks(c, fc, r, fr, ar, cutoff_width) +
-         integrate_tasks(l, fl, c, fc, al, cutoff_width);
+  return 1 + integrate_tasks(s.c, s.fc, r, fr, s.right_area, cutoff_width) +
+         integrate_tasks(l, fl, s.c, s.fc, s.left_area, cutoff_width);
 }
 
 /// Asyncs of apgas_apps::nqueens_rec: one per safe square in rows < cutoff_depth.

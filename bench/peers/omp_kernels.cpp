@@ -33,20 +33,14 @@ long fib_rec(int n, int cutoff) {
 double integrate_rec(double l, double fl, double r, double fr, double area, double cutoff_width) {
   if (r - l < cutoff_width)
     return apgas_apps::integrate_seq_rec(l, fl, r, fr, area);
-  const double h = (r - l) * 0.5;
-  const double c = l + h;
-  const double fc = apgas_apps::integrate_f(c);
-  const double hh = h * 0.5;
-  const double al = (fl + fc) * hh;
-  const double ar = (fr + fc) * hh;
-  const double alr = al + ar;
-  if (apgas_apps::converged(l, c, r, alr, area))
-    return alr;
+  const apgas_apps::integrate_step s(l, fl, r, fr);
+  if (apgas_apps::converged(l, s.c, r, s.both(), area))
+    return s.both();
   double right = 0;
   double left = 0;
-#pragma omp task default(none) shared(right) firstprivate(c, fc, r, fr, ar, cutoff_width)
-  right = integrate_rec(c, fc, r, fr, ar, cutoff_width);
-  left = integrate_rec(l, fl, c, fc, al, cutoff_width);
+#pragma omp task default(none) shared(right, s) firstprivate(r, fr, cutoff_width)
+  right = integrate_rec(s.c, s.fc, r, fr, s.right_area, cutoff_width);
+  left = integrate_rec(l, fl, s.c, s.fc, s.left_area, cutoff_width);
 #pragma omp taskwait
   return right + left;
 }
