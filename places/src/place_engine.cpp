@@ -270,6 +270,7 @@ void place_engine::send_at(place_id to, const finish_state& f, at_invoker inv,
   bytes.insert(bytes.end(), args.begin(), args.end());
   m_counters.activities_sent.fetch_add(1, std::memory_order_relaxed);
   send_message(to, bytes);
+  m_net->flush(); // somebody waits for the answer: latency matters more than coalescing
 }
 
 void place_engine::send_reply(reply_address to, bool ok, std::span<const std::byte> payload) {
@@ -282,6 +283,7 @@ void place_engine::send_reply(reply_address to, bool ok, std::span<const std::by
   bytes.insert(bytes.end(), payload.begin(), payload.end());
   m_counters.replies_sent.fetch_add(1, std::memory_order_relaxed);
   send_message(to.place, bytes);
+  m_net->flush(); // the caller is suspended until this arrives
 }
 
 // ---- receiving -------------------------------------------------------------------------------

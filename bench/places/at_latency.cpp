@@ -1,0 +1,184 @@
+// bench_at_latency: the round trip of `at` from place 0 to place 1 against a raw MPI ping-pong
+// (MPI_Send/MPI_Recv on MPI_COMM_WORLD) of the same payload, in the same run.
+//
+//   mpiexec -n 2 ... bench_at_latency [--iters N] [--warmup W] [--sizes 8,1024,65536]
+//                                     [--raw-phase before|between] [--mpi-thread serialized|multiple]
+//                                     [--target 1.5] [--watchdog-s 300]
+//                                     [runtime flags: --threads N --coalesce yes|no --flush-us N ...]
+//
+// Both sides move the payload both ways: the ping-pong echoes the buffer, the `at` body returns
+// the vector it was given. Every echo is checked (outside the timed part).
+//
+// --raw-phase before (default): the ping-pong runs before the runtime exists (see common.hpp:
+// the runtime's idle workers use MPI at any time, so a concurrent MPI call from main is illegal
+// at MPI_THREAD_SERIALIZED). --raw-phase between runs it between two run() calls instead, as
+// if the main thread were free to use MPI then; with --mpi-thread multiple that is legal.
+#include "common.hpp"
+
+#include <cstring>
+#include <sstream>
+
+namespace {
+
+using namespace apgas_bench;
+
+/// Stamps a payload with the iteration, so that a stale or mixed-up echo cannot pass the check.
+void stamp(std::vector<std::uint64_t>& v, std::uint64_t i) {
+  v.front() = i;
+  v.back() = ~i;
+}
+
+/// The raw-MPI peer: rank 0 sends, rank 1 echoes; other ranks only join the barriers.
+/// @return per-iteration round-trip times in seconds (rank 0; empty elsewhere).
+std::vector<double> raw_ping_pong(std::size_t bytes, int iters, int warmup) {
+  const int me = world_rank();
+  std::vector<std::uint64_t> buf(bytes / 8, 0x5a5a5a5a5a5a5a5aULL);
+  std::vector<std::uint64_t> sent = buf;
+  std::vector<double> samples;
+  samples.reserve(static_cast<std::size_t>(iters));
+  const int count = static_cast<int>(bytes);
+  constexpr int tag = 7;
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (int i = -warmup; i < iters; ++i) {
+    if (me == 0) {
+      stamp(sent, static_cast<std::uint64_t>(i + warmup));
+      std::memcpy(buf.data(), sent.data(), bytes);
+      const auto t0 = clock::now();
+      MPI_Send(buf.data(), count, MPI_BYTE, 1, tag, MPI_COMM_WORLD);
+      MPI_Recv(buf.data(), count, MPI_BYTE, 1, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      const double dt = seconds_since(t0);
+      if (i >= 0) samples.push_back(dt);
+      if (buf != sent) fail(fmt::format("raw ping-pong: wrong echo at iteration {}", i));
+    } else if (me == 1) {
+      MPI_Recv(buf.data(), count, MPI_BYTE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(buf.data(), count, MPI_BYTE, 0, tag, MPI_COMM_WORLD);
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  return samples;
+}
+
+/// What the apgas side measured for one payload size.
+struct at_samples {
+  std::vector<double> seconds; ///< per round trip
+  double logical_per_rt = 0;   ///< logical messages per round trip, all places
+  double mpi_per_rt = 0;       ///< MPI messages per round trip, all places
+
+  template <class A>
+  void serialize(A& a) { // run() hands it to every place
+    a & seconds & logical_per_rt & mpi_per_rt;
+  }
+};
+
+/// The apgas side: place 0 awaits `at(1, echo)` in a loop. Collective (every place calls it).
+at_samples at_round_trips(apgas::runtime& rt, std::size_t bytes, int iters, int warmup) {
+  return rt.run([&]() -> apgas::task<at_samples> {
+    std::vector<std::uint64_t> payload(bytes / 8, 0x5a5a5a5a5a5a5a5aULL);
+    at_samples out;
+    std::vector<double>& samples = out.seconds;
+    samples.reserve(static_cast<std::size_t>(iters));
+    // Messages per round trip: counted over the timed iterations; gathering costs a fixed
+    // number of messages, measured by two gathers in a row and subtracted.
+    const message_counts g0 = co_await all_counts();
+    const message_counts noise = co_await all_counts() - g0;
+    message_counts before;
+    for (int i = -warmup; i < iters; ++i) {
+      if (i == 0) before = co_await all_counts();
+      stamp(payload, static_cast<std::uint64_t>(i + warmup));
+      const auto t0 = clock::now();
+      std::vector<std::uint64_t> back =
+          co_await apgas::at(1, [](std::vector<std::uint64_t> v) { return v; }, payload);
+      const double dt = seconds_since(t0);
+      if (i >= 0) samples.push_back(dt);
+      if (back != payload) fail(fmt::format("at: wrong echo at iteration {}", i));
+    }
+    const message_counts m = co_await all_counts() - before - noise;
+    out.logical_per_rt = static_cast<double>(m.logical) / iters;
+    out.mpi_per_rt = static_cast<double>(m.mpi) / iters;
+    co_return out;
+  });
+}
+
+std::vector<std::size_t> parse_sizes(const std::string& text) {
+  std::vector<std::size_t> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const std::size_t b = std::stoull(item);
+    if (b < 8 || b % 8 != 0) {
+      std::fprintf(stderr, "--sizes: each size must be a multiple of 8 bytes, got %zu\n", b);
+      std::exit(2);
+    }
+    out.push_back(b);
+  }
+  return out;
+}
+
+std::string human_bytes(std::size_t b) {
+  if (b >= 1024 && b % 1024 == 0) return fmt::format("{} KiB", b / 1024);
+  return fmt::format("{} B", b);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  // The runtime's flags first: options::from_env_and_args consumes them, the rest are ours.
+  const apgas::options opts = apgas::options::from_env_and_args(argc, argv);
+  flags f(argc, argv);
+  const int iters = f.get("--iters", 2000);
+  const int warmup = f.get("--warmup", 200);
+  const auto sizes = parse_sizes(f.get<std::string>("--sizes", "8,1024,65536"));
+  const std::string raw_phase = f.get<std::string>("--raw-phase", "before");
+  const std::string mpi_thread = f.get<std::string>("--mpi-thread", "serialized");
+  const double target = f.get("--target", 1.5);
+  const double watchdog_s = f.get("--watchdog-s", 300.0);
+  f.done();
+  if ((raw_phase != "before" && raw_phase != "between") ||
+      (mpi_thread != "serialized" && mpi_thread != "multiple")) {
+    std::fprintf(stderr, "--raw-phase before|between, --mpi-thread serialized|multiple\n");
+    return 2;
+  }
+  const int level = init_mpi(argc, argv,
+                             mpi_thread == "multiple" ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED);
+  if (world_size() < 2) fail("needs at least 2 MPI ranks (mpiexec -n 2)");
+
+  std::vector<std::vector<double>> raw(sizes.size());
+  if (raw_phase == "before")
+    for (std::size_t k = 0; k < sizes.size(); ++k) raw[k] = raw_ping_pong(sizes[k], iters, warmup);
+
+  apgas::runtime rt(opts);
+  watchdog dog(rt, watchdog_s);
+  std::vector<at_samples> at(sizes.size());
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    watchdog::phase() = "at round trips";
+    at[k] = at_round_trips(rt, sizes[k], iters, warmup);
+    watchdog::phase() = "between runs";
+    // Between runs: every place's main thread is out of run() (place 0 may be a little ahead,
+    // which blocking MPI calls tolerate), but the workers still poll MPI.
+    if (raw_phase == "between") raw[k] = raw_ping_pong(sizes[k], iters, warmup);
+  }
+
+  if (rt.here() == 0) {
+    fmt::print("bench_at_latency: at(1, echo) round trip against MPI_Send/MPI_Recv ping-pong\n");
+    fmt::print("  {}\n", describe(rt, level));
+    fmt::print("  {} iterations after {} warm-up per size; raw MPI measured {}\n\n", iters, warmup,
+               raw_phase == "before" ? "before the runtime was created" : "between run() calls");
+    fmt::print("| payload | raw median us | raw p90 us | at median us | at p90 us | ratio median | "
+               "ratio p90 | msgs/at (MPI) |\n");
+    fmt::print("|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    bool pass = true;
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      const summary r = summarize(raw[k]);
+      const summary a = summarize(at[k].seconds);
+      const double ratio = a.median / r.median;
+      pass = pass && ratio <= target;
+      fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} ({:.2f}) |\n",
+                 human_bytes(sizes[k]), r.median * 1e6, r.p90 * 1e6, a.median * 1e6,
+                 a.p90 * 1e6, ratio, a.p90 / r.p90, at[k].logical_per_rt, at[k].mpi_per_rt);
+    }
+    fmt::print("\ntarget: at median <= {:.1f} x raw median at every size: {}\n", target,
+               pass ? "PASS" : "MISS");
+    std::fflush(stdout);
+  }
+  return 0;
+}

@@ -1,0 +1,264 @@
+/// @file What the multi-place benchmarks share: MPI start-up for the raw-MPI peers, flag
+/// parsing, sample statistics and message counters gathered from every place.
+///
+/// Why the raw-MPI peers run BEFORE the apgas runtime exists: the runtime asks MPI for
+/// MPI_THREAD_SERIALIZED (one thread at a time in MPI), and its idle workers poll MPI on their
+/// own communicator at any time, also between two run() calls (they park for at most 1 ms and
+/// poll on waking). A main thread calling MPI on MPI_COMM_WORLD meanwhile would be a second
+/// thread inside MPI at the same time: outside the standard at SERIALIZED. So each benchmark
+/// initialises MPI itself at the level the runtime asks for, measures the raw-MPI peer while
+/// no other thread exists, and only then creates the runtime, which accepts an MPI that is
+/// already initialised (and finalises it at the end). Both sides are measured in one process
+/// and one mpiexec run, on the same ranks, with the same MPI settings.
+#pragma once
+
+#include <apgas/apgas.hpp>
+#include <apgas/detail/place_engine.hpp>
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace apgas_bench {
+
+using clock = std::chrono::steady_clock;
+
+inline double seconds_since(clock::time_point t0) {
+  return std::chrono::duration<double>(clock::now() - t0).count();
+}
+
+/// @brief MPI_Init_thread before the runtime (see the file comment). `level` is what the
+/// runtime asks for unless a benchmark has a reason to ask for more.
+/// @return the thread level MPI provides.
+inline int init_mpi(int& argc, char**& argv, int level = MPI_THREAD_SERIALIZED) {
+  int provided = MPI_THREAD_SINGLE;
+  if (MPI_Init_thread(&argc, &argv, level, &provided) != MPI_SUCCESS) {
+    std::fprintf(stderr, "MPI_Init_thread failed\n");
+    std::exit(2);
+  }
+  return provided;
+}
+
+inline int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+inline int world_size() {
+  int s = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+/// @brief Ends the job from any rank, before or after the runtime exists.
+[[noreturn]] inline void fail(const std::string& why) {
+  std::fprintf(stderr, "rank %d: FAILED: %s\n", world_rank(), why.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::exit(1);
+}
+
+inline const char* thread_level_name(int level) {
+  switch (level) {
+  case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+  case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+  case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+  case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+  default: return "?";
+  }
+}
+
+/// @brief The benchmark's own flags: what is left of argv once the runtime has consumed its
+/// flags (options::from_env_and_args). Unknown flags end the run: a typo must not silently
+/// measure the default.
+class flags {
+public:
+  flags(int argc, char** argv) : m_args(argv + 1, argv + argc), m_used(m_args.size(), false) {}
+
+  template <class T>
+  T get(std::string_view name, T fallback) {
+    for (std::size_t i = 0; i + 1 < m_args.size(); ++i) {
+      if (m_args[i] != name) continue;
+      m_used[i] = m_used[i + 1] = true;
+      const std::string& text = m_args[i + 1];
+      if constexpr (std::is_same_v<T, std::string>) {
+        return text;
+      } else {
+        T v{};
+        auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec != std::errc{} || p != text.data() + text.size())
+          usage(fmt::format("{}: bad value '{}'", name, text));
+        return v;
+      }
+    }
+    return fallback;
+  }
+  bool has(std::string_view name) {
+    for (std::size_t i = 0; i < m_args.size(); ++i)
+      if (m_args[i] == name) return m_used[i] = true;
+    return false;
+  }
+  /// Call after the last get(): rejects what nobody asked for.
+  void done() const {
+    for (std::size_t i = 0; i < m_args.size(); ++i)
+      if (!m_used[i]) usage(fmt::format("unknown argument '{}'", m_args[i]));
+  }
+
+private:
+  [[noreturn]] static void usage(const std::string& why) {
+    std::fprintf(stderr, "%s (runtime flags: --threads N, --coalesce yes|no, --flush-us N, ...)\n",
+                 why.c_str());
+    std::exit(2);
+  }
+  std::vector<std::string> m_args;
+  std::vector<bool> m_used;
+};
+
+/// @brief Median, 90th percentile, mean and minimum of a set of samples.
+struct summary {
+  double median = 0, p90 = 0, mean = 0, min = 0;
+};
+
+inline summary summarize(std::vector<double> v) {
+  summary s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  // Nearest-rank percentiles: a sample that was really measured, no interpolation.
+  const auto rank = [&](double q) {
+    const auto i = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
+    return v[std::min(i, v.size() - 1)];
+  };
+  s.median = rank(0.5);
+  s.p90 = rank(0.9);
+  s.min = v.front();
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  return s;
+}
+
+/// @brief Message counters of one place. The runtime exposes only the text of
+/// runtime::message_stats(), so this reads the message engine's counters (apgas::detail).
+struct message_counts {
+  std::uint64_t activities = 0; ///< async_at and at requests sent
+  std::uint64_t replies = 0;    ///< at replies sent
+  std::uint64_t reports = 0;    ///< finish control: proxy -> home
+  std::uint64_t cleanups = 0;   ///< finish control: home -> proxies
+  std::uint64_t logical = 0;    ///< logical messages sent (all kinds)
+  std::uint64_t mpi = 0;        ///< network messages they left in
+  std::uint64_t bytes = 0;      ///< network bytes
+
+  message_counts& operator+=(const message_counts& o) {
+    activities += o.activities;
+    replies += o.replies;
+    reports += o.reports;
+    cleanups += o.cleanups;
+    logical += o.logical;
+    mpi += o.mpi;
+    bytes += o.bytes;
+    return *this;
+  }
+  message_counts operator-(const message_counts& o) const {
+    return {activities - o.activities, replies - o.replies, reports - o.reports,
+            cleanups - o.cleanups,     logical - o.logical, mpi - o.mpi,
+            bytes - o.bytes};
+  }
+};
+
+inline message_counts local_counts() {
+  const auto& e = apgas::detail::place_engine::current();
+  const auto& c = e.counters();
+  const auto t = e.transport_counters();
+  constexpr auto relaxed = std::memory_order_relaxed;
+  return {c.activities_sent.load(relaxed), c.replies_sent.load(relaxed),
+          c.reports_sent.load(relaxed),    c.cleanups_sent.load(relaxed),
+          t.logical_messages_sent,         t.mpi_messages_sent,
+          t.bytes_sent};
+}
+
+/// @brief The counters of every place, summed, read by one `at` per place in sequence. The
+/// reading itself costs messages (an at and its reply per remote place, and the finish
+/// traffic of the caller's finish): callers measure that noise and subtract it.
+inline apgas::task<message_counts> all_counts() {
+  message_counts sum;
+  for (apgas::place_id p = 0; p < apgas::places(); ++p)
+    sum += co_await apgas::at(p, [] { return local_counts(); });
+  co_return sum;
+}
+
+/// @brief Ends a hung benchmark loudly instead of letting a script wait forever: if the
+/// program has not finished after `seconds`, prints what this place knows (the phase, its
+/// open distributed finishes, its message counters) to stderr and aborts the job. Every
+/// place runs one; the first to fire ends the job. Uses only calls documented as callable
+/// from any thread (runtime::message_stats, place_engine::describe_open_finishes).
+class watchdog {
+public:
+  watchdog(const apgas::runtime& rt, double seconds) : m_rt(rt) {
+    if (seconds <= 0) return;
+    m_thread = std::thread([this, seconds] {
+      std::unique_lock lock(m_mutex);
+      if (m_cv.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return m_done; }))
+        return;
+      const std::string open = apgas::detail::place_engine::current().describe_open_finishes();
+      std::fprintf(stderr,
+                   "watchdog: place %u: no end after %.0f s in phase '%s'\n"
+                   "open distributed finishes homed here:\n%s%s",
+                   m_rt.here(), seconds, phase().load(), open.empty() ? "  (none)\n" : open.c_str(),
+                   m_rt.message_stats().c_str());
+      std::fflush(stderr);
+      std::this_thread::sleep_for(std::chrono::seconds(2)); // let the other places print too
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    });
+  }
+  watchdog(const watchdog&) = delete;
+  watchdog& operator=(const watchdog&) = delete;
+  ~watchdog() {
+    if (!m_thread.joinable()) return;
+    {
+      std::lock_guard guard(m_mutex);
+      m_done = true;
+    }
+    m_cv.notify_all();
+    m_thread.join();
+  }
+  /// What the program is doing (set by main; printed if the watchdog fires).
+  static std::atomic<const char*>& phase() {
+    static std::atomic<const char*> p{"start"};
+    return p;
+  }
+
+private:
+  const apgas::runtime& m_rt;
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  bool m_done = false;
+  std::thread m_thread;
+};
+
+/// @brief One line describing the runtime's configuration (printed by every benchmark).
+inline std::string describe(const apgas::runtime& rt, int mpi_level) {
+  const auto& o = rt.opts();
+  return fmt::format("places {}, threads/place {}, coalesce {}, coalesce-bytes {}, flush-us {}, "
+                     "spin {}, MPI {}",
+                     rt.places(), rt.threads(), o.coalesce ? "yes" : "no", o.coalesce_bytes,
+                     o.flush_us, o.spin_rounds, thread_level_name(mpi_level));
+}
+
+} // namespace apgas_bench
+
+// message_counts crosses places as the value of an `at`: trivially copyable, sent byte for byte.
+static_assert(std::is_trivially_copyable_v<apgas_bench::message_counts>);
