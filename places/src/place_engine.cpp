@@ -406,6 +406,7 @@ void place_engine::report(proxy& px) noexcept {
       put(w, errors);
       m_counters.reports_sent.fetch_add(1, std::memory_order_relaxed);
       send_message(px.id.home, bytes);
+      m_net->flush(); // a finish may be waiting for exactly this report
     }
     reported = spmd;
   } catch (const std::exception& e) {
