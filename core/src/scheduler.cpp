@@ -193,6 +193,9 @@ void scheduler::worker_main(unsigned index) {
       idle_rounds = 0;
       continue;
     }
+    network* net = m_network.load(std::memory_order_acquire);
+    // Out of work: what we buffered for other places may be what they (and so we) wait for.
+    if (idle_rounds == 0 && net != nullptr) net->flush();
     // A watcher that woke up to poll goes back to sleep at once; others spin a little first.
     if (!watcher && ++idle_rounds < m_options.spin_rounds) {
       for (int i = 0; i < 32; ++i) cpu_relax();
@@ -200,7 +203,6 @@ void scheduler::worker_main(unsigned index) {
       continue;
     }
     idle_rounds = 0;
-    network* net = m_network.load(std::memory_order_acquire);
     if (net != nullptr) net->flush(); // nobody else may send our buffered messages soon
     m_gate.end_search();
     const std::uint32_t epoch = m_gate.prepare_park();
