@@ -40,7 +40,6 @@ void finish_state::add_exception(std::exception_ptr e) noexcept {
 }
 
 std::coroutine_handle<> finish_state::on_complete() noexcept {
-  if (m_on_quiescent != nullptr) return m_on_quiescent(*this);
   if (m_waiter != nullptr) return m_waiter->m_self;
   // release: the waiter reads m_exceptions (and the activities' results) after acquiring.
   m_done.store(true, std::memory_order_release);

@@ -214,6 +214,7 @@ void scheduler::worker_main(unsigned index) {
       // acq_rel: the role is a token passed between workers.
       if (net != nullptr && !watcher) watcher = !m_watcher_taken.exchange(true, std::memory_order_acq_rel);
       // The watcher's limit doubles while nothing happens, up to about a millisecond.
+      if (watcher && net->poll_due_soon()) park_backoff = k_min_network_park;
       m_gate.park(epoch, watcher ? park_backoff : std::chrono::nanoseconds::zero());
       if (watcher) park_backoff = std::min(park_backoff * 2, k_max_network_park);
     }

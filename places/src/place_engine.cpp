@@ -64,23 +64,37 @@ std::string describe_current_exception() {
   }
 }
 
+using report_clock = std::chrono::steady_clock;
+
 /// The part of a remote finish that runs at this place.
+///
+/// Lifetime: a proxy lives in m_proxies until its home's cleanup (or, for an SPMD finish,
+/// until its one report). Only its own strands and code holding the proxies mutex touch it:
+/// a strand keeps its arrival unreported, so the home cannot finish (and clean up) while any
+/// strand is live, and the strand that takes the count to zero takes the report under
+/// `lock` in the same step and does not touch the proxy afterwards.
 struct proxy {
-  proxy(place_engine& e, const finish_id& fid) : engine(&e), id(fid), fs(g_default_policy) {
+  proxy(place_engine& e, const finish_id& fid)
+      : engine(&e), id(fid), fs(g_default_policy), created(report_clock::now()) {
     fs.m_reopenable = true;
     fs.m_count.store(0, std::memory_order_relaxed); // arrivals count themselves
     fs.m_remote = this;
-    fs.m_on_quiescent = [](finish_state& f) noexcept -> std::coroutine_handle<> {
+    fs.m_end_reopenable_strand = [](finish_state& f) noexcept {
       auto* px = static_cast<proxy*>(f.m_remote);
-      px->engine->report(*px);
-      return std::noop_coroutine();
+      px->engine->end_strand(*px);
     };
   }
   place_engine* engine;
   finish_id id;
   finish_state fs;
   proxy_tally tally;
-  std::mutex report_mutex; ///< one report at a time, in the order they are taken
+  /// Guards a count of zero (arrivals raise it from zero, strands lower it to zero under it)
+  /// and the fields below.
+  spin_lock lock;
+  report_clock::time_point created;     ///< first arrival
+  report_clock::time_point quiet_since; ///< when the count last reached zero
+  std::uint32_t reports = 0;            ///< reports taken so far
+  bool deferred = false;                ///< on the engine's deferred list, report not taken
 };
 
 /// The distributed state of a finish at its home.
@@ -99,8 +113,10 @@ struct home_link {
   }
 };
 
-place_engine::place_engine(scheduler& sched, std::unique_ptr<transport> net)
-    : m_sched(sched), m_net(std::move(net)), m_here(m_net->here()), m_places(m_net->places()) {
+place_engine::place_engine(scheduler& sched, std::unique_ptr<transport> net,
+                           std::chrono::microseconds report_delay_max)
+    : m_sched(sched), m_net(std::move(net)), m_here(m_net->here()), m_places(m_net->places()),
+      m_report_delay_max(report_delay_max) {
   m_net->set_handler([this](place_id from, std::span<const std::byte> bytes) {
     on_message(from, bytes);
   });
@@ -158,6 +174,7 @@ bool place_engine::poll() noexcept {
                  open.empty() ? "  (none)\n" : open.c_str());
   }
   try {
+    send_due_reports();
     return m_net->poll() > 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "apgas: place %u: message handling failed: %s\n", m_here, e.what());
@@ -316,12 +333,12 @@ proxy& place_engine::arrive(const finish_id& id) {
   auto [it, inserted] = m_proxies.try_emplace(id, nullptr);
   if (inserted) it->second = new proxy(*this, id);
   proxy& px = *it->second;
-  // Under the proxies mutex, so that report() sees either this arrival or a zero count.
-  // relaxed: the mutex orders it against report(); the activity's own decrement comes later
-  // on the same causal chain (the inject below).
+  std::lock_guard count_guard(px.lock);
+  // relaxed: the proxy's lock orders it against a strand taking the count to zero; the
+  // activity's own decrement comes later on the same causal chain (the inject below).
   px.fs.m_count.fetch_add(1, std::memory_order_relaxed);
   px.tally.on_arrival();
-  return px;
+  return px; // alive: the arrival is unreported until this activity ends
 }
 
 void place_engine::on_activity(place_id from, byte_reader& r, bool is_at) {
@@ -346,7 +363,7 @@ void place_engine::on_activity(place_id from, byte_reader& r, bool is_at) {
       send_reply(reply_address{from, token}, false,
                  std::as_bytes(std::span(text.data(), text.size())));
     }
-    if (px.fs.m_count.fetch_sub(1, std::memory_order_acq_rel) == 1) report(px);
+    end_strand(px);
     return;
   }
   p->m_finish = &px.fs;
@@ -364,20 +381,83 @@ void place_engine::on_reply(byte_reader& r) {
 
 // ---- the finish protocol ---------------------------------------------------------------------
 
-void place_engine::report(proxy& px) noexcept {
-  bool reported = false;
+void place_engine::end_strand(proxy& px) noexcept {
+  std::unique_lock guard(px.lock);
+  // acq_rel: release this strand's writes (and sends) to whoever takes the report; acquire
+  // the other strands' if we are the last.
+  if (px.fs.m_count.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  const auto now = report_clock::now();
+  if (px.reports > 0) {
+    // Not the first quiet period: more of this finish's activities are probably on their way
+    // (a stream of asyncs arrives one coalesced buffer at a time), so the report waits until
+    // the part has been quiet for a while. See report_delay.
+    px.quiet_since = now;
+    if (!px.deferred) {
+      px.deferred = true;
+      std::lock_guard list_guard(m_deferred_mutex);
+      m_deferred.push_back(deferred_report{px.id, now + report_delay(px, now)});
+      // release: poll() reads the count without the lock to skip the list when it is empty.
+      m_deferred_count.store(m_deferred.size(), std::memory_order_release);
+    }
+    return;
+  }
+  take_and_send_report(px, std::move(guard));
+}
+
+report_clock::duration place_engine::report_delay(const proxy& px,
+                                                  report_clock::time_point now) const noexcept {
+  // A quarter of the part's age, at most one flush interval: a stream of activities sends
+  // O(1) reports however long it is, and waiting adds at most a quarter to a short finish's
+  // latency.
+  return std::min<report_clock::duration>((now - px.created) / 4, m_report_delay_max);
+}
+
+void place_engine::send_due_reports() noexcept {
+  // acquire: pairs with the release stores in end_strand and below.
+  if (m_deferred_count.load(std::memory_order_acquire) == 0) return;
+  std::vector<deferred_report> due;
+  const auto now = report_clock::now();
+  {
+    std::unique_lock list_guard(m_deferred_mutex, std::try_to_lock);
+    if (!list_guard.owns_lock()) return; // another worker is at it
+    std::erase_if(m_deferred, [&](const deferred_report& d) {
+      if (now < d.due) return false;
+      due.push_back(d);
+      return true;
+    });
+    m_deferred_count.store(m_deferred.size(), std::memory_order_release);
+  }
+  for (const deferred_report& d : due) {
+    std::unique_lock map_guard(m_proxies_mutex);
+    auto it = m_proxies.find(d.id);
+    if (it == m_proxies.end()) continue; // cannot happen: a deferred report keeps it alive
+    proxy& px = *it->second;
+    std::unique_lock guard(px.lock);
+    map_guard.unlock(); // px cannot go away: its report is not taken (see struct proxy)
+    if (!px.deferred) continue;
+    if (px.fs.m_count.load(std::memory_order_relaxed) != 0) {
+      // Busy again: the strand that ends it will defer again.
+      px.deferred = false;
+      continue;
+    }
+    const auto due = px.quiet_since + report_delay(px, px.quiet_since);
+    if (now < due) { // it woke up and went quiet again meanwhile: wait from then on
+      std::lock_guard list_guard(m_deferred_mutex);
+      m_deferred.push_back(deferred_report{px.id, due});
+      m_deferred_count.store(m_deferred.size(), std::memory_order_release);
+      continue;
+    }
+    take_and_send_report(px, std::move(guard));
+  }
+}
+
+void place_engine::take_and_send_report(proxy& px, std::unique_lock<spin_lock> guard) noexcept {
+  // pre: guard holds px.lock and px's count is zero.
   try {
-    std::lock_guard order(px.report_mutex);
-    finish_report rep;
+    finish_report rep = px.tally.take_report(px.id, m_here);
     std::vector<std::string> errors;
     {
-      std::lock_guard guard(m_proxies_mutex);
-      // An activity that arrived after the count reached zero will report with its own zero.
-      if (px.fs.m_count.load(std::memory_order_acquire) != 0) return;
-      rep = px.tally.take_report(px.id, m_here);
-    }
-    {
-      std::lock_guard guard(px.fs.m_exceptions_lock);
+      std::lock_guard exceptions_guard(px.fs.m_exceptions_lock);
       if (px.fs.m_exceptions) {
         for (const auto& e : *px.fs.m_exceptions) {
           try {
@@ -389,37 +469,49 @@ void place_engine::report(proxy& px) noexcept {
         px.fs.m_exceptions.reset();
       }
     }
-    const bool spmd = is_spmd(px.id);
-    if (spmd) { // its one activity has ended: nothing more can arrive, and no cleanup will
-      std::lock_guard guard(m_proxies_mutex);
-      m_proxies.erase(px.id);
+    ++px.reports;
+    px.deferred = false;
+    const finish_id id = px.id;
+    guard.unlock();
+    // From here on px may be freed (the home may finish and clean up): use the copies only.
+    if (is_spmd(id)) { // its one activity has ended: nothing more can arrive, no cleanup will
+      proxy* owned = nullptr;
+      {
+        std::lock_guard map_guard(m_proxies_mutex);
+        auto it = m_proxies.find(id);
+        if (it != m_proxies.end()) {
+          owned = it->second;
+          m_proxies.erase(it);
+        }
+      }
+      delete owned;
     }
-    if (px.id.home == m_here) {
+    if (id.home == m_here) {
       apply_report(rep, errors);
-    } else {
-      std::vector<std::byte> bytes;
-      byte_writer w(bytes);
-      put(w, static_cast<std::uint8_t>(msg_kind::report));
-      put_finish_id(w, rep.id);
-      put(w, rep.completed);
-      put(w, rep.sent);
-      put(w, errors);
-      m_counters.reports_sent.fetch_add(1, std::memory_order_relaxed);
-      send_message(px.id.home, bytes);
-      m_net->flush(); // a finish may be waiting for exactly this report
+      return;
     }
-    reported = spmd;
+    std::vector<std::byte> bytes;
+    byte_writer w(bytes);
+    put(w, static_cast<std::uint8_t>(msg_kind::report));
+    put_finish_id(w, rep.id);
+    put(w, rep.seq);
+    put(w, rep.completed);
+    put(w, rep.sent);
+    put(w, errors);
+    m_counters.reports_sent.fetch_add(1, std::memory_order_relaxed);
+    send_message(id.home, bytes);
+    m_net->flush(); // a finish may be waiting for exactly this report
   } catch (const std::exception& e) {
     std::fprintf(stderr, "apgas: place %u: cannot report a finish: %s\n", m_here, e.what());
     std::abort(); // the home would wait forever
   }
-  if (reported) delete &px; // after the report mutex is released
 }
 
 void place_engine::on_report(place_id from, byte_reader& r) {
   finish_report rep;
   rep.from = from;
   rep.id = get_finish_id(r);
+  rep.seq = deserialize<std::uint64_t>(r);
   rep.completed = deserialize<std::uint64_t>(r);
   rep.sent = deserialize<std::vector<std::pair<place_id, std::uint64_t>>>(r);
   const auto errors = deserialize<std::vector<std::string>>(r);
@@ -443,7 +535,7 @@ void place_engine::apply_report(const finish_report& rep, const std::vector<std:
     f->add_exception(std::make_exception_ptr(remote_exception(rep.from, text)));
   for (const auto& [to, n] : rep.sent) link.touch(to);
   link.touch(rep.from);
-  if (link.tally.on_report(rep.from, rep.completed, rep.sent)) {
+  if (link.tally.on_report(rep)) {
     // The remote part closed: that strand of f ends.
     if (f->release_strand()) complete_from_outside(*f);
   }
@@ -496,7 +588,9 @@ void place_engine::on_cleanup(byte_reader& r) {
     px = it->second;
     m_proxies.erase(it);
   }
-  { std::lock_guard wait_for_reporter(px->report_mutex); } // its last report is out
+  // Every report of px was taken (the home finished), and whoever took the last one no longer
+  // touches it; the lock is free unless a deferred-report scan looks at it: wait for that.
+  { std::lock_guard wait_for_scan(px->lock); }
   delete px;
 }
 

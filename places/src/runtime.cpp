@@ -42,7 +42,8 @@ void runtime::start(const options& opts, int* argc, char*** argv) {
     net = detail::make_single_place_transport(transport_options_from(opts));
   }
   m_local = std::make_unique<local_runtime>(opts);
-  m_engine = std::make_unique<detail::place_engine>(m_local->sched(), std::move(net));
+  m_engine = std::make_unique<detail::place_engine>(m_local->sched(), std::move(net),
+                                                    std::chrono::microseconds(opts.flush_us));
   m_local->sched().set_network(m_engine.get());
   m_local->set_place_label(m_engine->here(), m_engine->places());
   detail::place_engine::install_dump_signal();

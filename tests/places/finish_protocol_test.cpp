@@ -1,5 +1,7 @@
 // The distributed finish counting protocol against random schedules: random activity trees
-// over P places, messages delivered in random order across sources (in order per source),
+// over P places, activities delivered in random order across sources (in order per source),
+// reports in any order (even two of one place: the engine takes them in order but may send
+// them out of order), proxies reporting at once or later (the engine defers later reports),
 // activities ending at random times. Termination must be declared exactly once, exactly when
 // nothing is alive or in flight.
 #include <apgas/detail/finish_protocol.hpp>
@@ -9,6 +11,7 @@
 #include <deque>
 #include <map>
 #include <random>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -42,8 +45,10 @@ public:
     for (;;) {
       const bool can_deliver = !m_channels.empty();
       const bool can_step = !m_running.empty();
-      if (!can_deliver && !can_step) break;
-      if (can_step && (!can_deliver || coin())) step_activity();
+      const bool can_report = deferred_count() > 0;
+      if (!can_deliver && !can_step && !can_report) break;
+      if (can_report && (!(can_deliver || can_step) || coin())) send_deferred_report();
+      else if (can_step && (!can_deliver || coin())) step_activity();
       else deliver_one();
     }
     EXPECT_TRUE(m_terminated) << "the finish never terminated";
@@ -54,7 +59,36 @@ private:
   bool coin() { return std::uniform_int_distribution<int>(0, 1)(m_rng) == 1; }
   place_id random_place() { return std::uniform_int_distribution<place_id>(0, m_places - 1)(m_rng); }
 
-  void send(place_id from, place_id to, message m) { m_channels[{from, to}].push_back(std::move(m)); }
+  void send(place_id from, place_id to, message m) {
+    // Activities: FIFO per pair of places. Reports: a channel each, so any order.
+    const std::uint64_t channel = std::holds_alternative<finish_report>(m) ? ++m_report_channels : 0;
+    m_channels[{from, to, channel}].push_back(std::move(m));
+  }
+
+  int deferred_count() const {
+    int n = 0;
+    for (const proxy& p : m_proxies) n += p.deferred ? 1 : 0;
+    return n;
+  }
+
+  void report(place_id where) {
+    proxy& p = m_proxies[where];
+    p.deferred = false;
+    finish_report r = p.tally.take_report(finish_id{0, 1}, where);
+    if (where == 0) apply_report(r); // the home's own proxy reports directly
+    else send(where, 0, std::move(r));
+  }
+
+  void send_deferred_report() {
+    for (place_id where = 0; where < m_places; ++where) {
+      // A deferred proxy that got busy again is left to the end of that strand.
+      if (m_proxies[where].deferred && m_proxies[where].live == 0) {
+        report(where);
+        return;
+      }
+      m_proxies[where].deferred = false;
+    }
+  }
 
   void step_activity() {
     std::size_t i = std::uniform_int_distribution<std::size_t>(0, m_running.size() - 1)(m_rng);
@@ -79,16 +113,15 @@ private:
     }
     proxy& p = m_proxies[done.where];
     if (--p.live == 0) {
-      finish_report r = p.tally.take_report(finish_id{0, 1}, done.where);
-      if (done.where == 0) apply_report(r); // the home's own proxy reports directly
-      else send(done.where, 0, std::move(r));
+      if (coin()) report(done.where);
+      else p.deferred = true; // reports later, if still quiet then
     }
   }
 
   void deliver_one() {
     auto it = m_channels.begin();
     std::advance(it, std::uniform_int_distribution<std::size_t>(0, m_channels.size() - 1)(m_rng));
-    const place_id to = it->first.second;
+    const place_id to = std::get<1>(it->first);
     message m = std::move(it->second.front());
     it->second.pop_front();
     if (it->second.empty()) m_channels.erase(it);
@@ -104,7 +137,7 @@ private:
   }
 
   void apply_report(const finish_report& r) {
-    if (m_home.on_report(r.from, r.completed, r.sent)) home_strand_ended(); // remote part closed
+    if (m_home.on_report(r)) home_strand_ended(); // remote part closed
   }
 
   void home_strand_ended() {
@@ -121,6 +154,7 @@ private:
 
   struct proxy {
     int live = 0;
+    bool deferred = false;
     proxy_tally tally;
   };
 
@@ -132,7 +166,9 @@ private:
   bool m_terminated = false;
   int m_activities = 0;
   std::vector<running> m_running;
-  std::map<std::pair<place_id, place_id>, std::deque<message>> m_channels; // FIFO per channel
+  std::uint64_t m_report_channels = 0;
+  // (from, to, channel): FIFO per channel.
+  std::map<std::tuple<place_id, place_id, std::uint64_t>, std::deque<message>> m_channels;
 };
 
 TEST(finish_protocol, terminates_exactly_when_nothing_is_alive_or_in_flight) {
@@ -151,10 +187,23 @@ TEST(finish_protocol, a_finish_that_stays_home_never_opens_its_remote_part) {
   EXPECT_TRUE(home.snapshot().empty());
   EXPECT_TRUE(home.on_send(3)); // opens
   EXPECT_FALSE(home.on_send(3));
-  EXPECT_FALSE(home.on_report(3, 1, {}));
-  const std::pair<place_id, std::uint64_t> sent[] = {{2, 1}};
-  EXPECT_FALSE(home.on_report(3, 1, sent)); // place 3 done, but it sent one to place 2
-  EXPECT_TRUE(home.on_report(2, 1, {}));
+  EXPECT_FALSE(home.on_report(finish_report{{}, 3, 0, 1, {}}));
+  // place 3 done, but it sent one to place 2
+  EXPECT_FALSE(home.on_report(finish_report{{}, 3, 1, 1, {{2, 1}}}));
+  EXPECT_TRUE(home.on_report(finish_report{{}, 2, 0, 1, {}}));
+}
+
+TEST(finish_protocol, a_report_that_overtakes_an_earlier_one_of_its_place_waits_for_it) {
+  // Home sent a to place 1; a sent b to place 2, b sent c to place 1, all ended. Place 1's
+  // second report (c) overtakes its first (a, which sent b): applied at once it would close
+  // the finish while place 2's report and place 1's first are still on their way.
+  home_tally home;
+  EXPECT_TRUE(home.on_send(1));
+  EXPECT_FALSE(home.on_report(finish_report{{}, 1, 1, 1, {}})); // held back
+  EXPECT_EQ(home.held_back(), 1U);
+  EXPECT_FALSE(home.on_report(finish_report{{}, 2, 0, 1, {{1, 1}}}));
+  EXPECT_TRUE(home.on_report(finish_report{{}, 1, 0, 1, {{2, 1}}})); // and the held-back one
+  EXPECT_EQ(home.held_back(), 0U);
 }
 
 TEST(finish_protocol, proxy_reports_reset_the_counts) {
@@ -167,10 +216,12 @@ TEST(finish_protocol, proxy_reports_reset_the_counts) {
   finish_report r = p.take_report(finish_id{0, 7}, 2);
   EXPECT_EQ(r.completed, 2U);
   EXPECT_EQ(r.from, 2U);
+  EXPECT_EQ(r.seq, 0U);
   ASSERT_EQ(r.sent.size(), 2U);
   EXPECT_EQ(r.sent[0], (std::pair<place_id, std::uint64_t>{4, 2}));
   finish_report again = p.take_report(finish_id{0, 7}, 2);
   EXPECT_EQ(again.completed, 0U);
+  EXPECT_EQ(again.seq, 1U);
   EXPECT_TRUE(again.sent.empty());
 }
 

@@ -91,6 +91,10 @@ public:
   std::uint64_t cleanups_sent() const {
     return m_engine->counters().cleanups_sent.load(std::memory_order_relaxed);
   }
+  /// @brief Finish reports this place sent so far (a finish control message).
+  std::uint64_t reports_sent() const {
+    return m_engine->counters().reports_sent.load(std::memory_order_relaxed);
+  }
   /// @brief Message statistics of this place, one table (what APGAS_STATS=1 prints).
   std::string message_stats() const;
 

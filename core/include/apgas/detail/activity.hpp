@@ -79,12 +79,14 @@ struct finish_state {
   std::atomic<bool> m_done{false};
   policy m_policy;
   /// A place-local proxy of a remote finish: its count also goes up from outside (activities
-  /// arriving from other places), so a count of one is not final (no fast path) and reaching
-  /// zero calls m_on_quiescent, possibly many times, instead of resuming a waiter.
+  /// arriving from other places), so a count of one is not final (no fast path), and it has
+  /// no waiter: it reports home each time its count reaches zero, possibly many times.
   bool m_reopenable = false;
-  /// Called (instead of resuming m_waiter) by whoever takes the count of a reopenable finish to
-  /// zero; returns what to run next.
-  std::coroutine_handle<> (*m_on_quiescent)(finish_state&) noexcept = nullptr;
+  /// Reopenable finishes only: ends one strand in place of release_strand's decrement. The
+  /// owner of the finish decrements under its own lock, the one arrivals take to increment
+  /// from zero, so that a count of zero and what it reports are decided in one step (and
+  /// nobody touches the finish after a report that may let it be freed).
+  void (*m_end_reopenable_strand)(finish_state&) noexcept = nullptr;
   /// What the program promised about this finish's remote activities (see finish_pattern).
   finish_pattern m_pattern = finish_pattern::general;
   /// The places layer's state for a finish whose activities went to other places (opaque to
@@ -105,6 +107,10 @@ struct finish_state {
 
   /// @brief Ends one strand; true if it was the last (the caller then completes the finish).
   bool release_strand() noexcept {
+    if (m_reopenable) { // a proxy: its owner handles a count of zero (it has no waiter)
+      m_end_reopenable_strand(*this);
+      return false;
+    }
     // Fast path: a count of one seen by a strand that is ending means it is the last one.
     // Every increment of the count is made by a live strand of this finish (a thief or owner
     // taking one of its continuations, a help-first push, a remote spawn), and each such

@@ -13,6 +13,9 @@ public:
   virtual bool poll() noexcept = 0;
   /// @brief A worker is about to park: send everything buffered now.
   virtual void flush() noexcept = 0;
+  /// @brief True if something is due soon even without incoming messages (a delayed report):
+  /// the parked watcher then polls again after the shortest wait.
+  virtual bool poll_due_soon() const noexcept { return false; }
 };
 
 } // namespace apgas::detail

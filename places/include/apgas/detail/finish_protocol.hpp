@@ -11,9 +11,11 @@
 // place reports that activity completed in the same report as everything it sent meanwhile.
 // So while any activity is alive or in flight, some pending count is positive: its own, or
 // the one of the place that sent it and has not reported yet (that place is itself pending
-// until it reports). Reports of one place must arrive in the order they were sent (the
-// transport keeps per-source order); reports of different places may arrive in any order
-// (counts may go negative meanwhile, which keeps the finish open too).
+// until it reports). Reports of one place must be applied in the order they were taken:
+// each carries a sequence number, and the home holds back one that arrives before its
+// predecessor (the engine takes reports in order but may send two of them out of order).
+// Reports of different places may arrive in any order (counts may go negative meanwhile,
+// which keeps the finish open too).
 #pragma once
 
 #include "apgas/detail/spin_lock.hpp"
@@ -51,6 +53,7 @@ struct finish_id_hash {
 struct finish_report {
   finish_id id;
   place_id from = 0;
+  std::uint64_t seq = 0;                                    ///< 0, 1, ... per place and finish
   std::uint64_t completed = 0;                              ///< activities received and ended
   std::vector<std::pair<place_id, std::uint64_t>> sent;     ///< activities sent, per place
 };
@@ -65,13 +68,36 @@ public:
     adjust(to, 1);
     return was_closed;
   }
-  /// @brief A report arrived. @return true if the remote part is closed now.
-  bool on_report(place_id from, std::uint64_t completed,
-                 std::span<const std::pair<place_id, std::uint64_t>> sent) {
+  /// @brief A report arrived. Applies it, or holds it back until its place's earlier
+  /// reports are in. @return true if the remote part is closed now.
+  bool on_report(const finish_report& r) {
     std::lock_guard guard(m_lock);
-    for (const auto& [to, n] : sent) adjust(to, static_cast<std::int64_t>(n));
-    adjust(from, -static_cast<std::int64_t>(completed));
-    return m_pending.empty();
+    std::uint64_t& next = m_next_seq[r.from];
+    if (r.seq != next) { // an earlier report of that place is still on its way
+      m_held_back.push_back(r);
+      return false;
+    }
+    apply(r);
+    ++next;
+    // Apply what it unblocks (rare: held-back reports exist only after a reordering).
+    for (bool progress = true; progress && !m_held_back.empty();) {
+      progress = false;
+      for (auto it = m_held_back.begin(); it != m_held_back.end(); ++it) {
+        std::uint64_t& n = m_next_seq[it->from];
+        if (it->seq != n) continue;
+        apply(*it);
+        ++n;
+        m_held_back.erase(it);
+        progress = true;
+        break;
+      }
+    }
+    return m_pending.empty() && m_held_back.empty();
+  }
+  /// @brief Reports held back, waiting for an earlier one of the same place.
+  std::size_t held_back() const {
+    std::lock_guard guard(m_lock);
+    return m_held_back.size();
   }
   /// @brief Places with a non-zero pending count (for diagnostics of a hung finish).
   std::vector<std::pair<place_id, std::int64_t>> snapshot() const {
@@ -80,6 +106,10 @@ public:
   }
 
 private:
+  void apply(const finish_report& r) { // pre: m_lock held
+    for (const auto& [to, n] : r.sent) adjust(to, static_cast<std::int64_t>(n));
+    adjust(r.from, -static_cast<std::int64_t>(r.completed));
+  }
   void adjust(place_id p, std::int64_t delta) { // pre: m_lock held
     auto [it, inserted] = m_pending.try_emplace(p, 0);
     it->second += delta;
@@ -87,6 +117,8 @@ private:
   }
   mutable spin_lock m_lock;
   std::unordered_map<place_id, std::int64_t> m_pending; ///< only non-zero entries
+  std::unordered_map<place_id, std::uint64_t> m_next_seq; ///< per reporting place
+  std::vector<finish_report> m_held_back;                  ///< arrived before a predecessor
 };
 
 /// @brief Place side: what one place's part of a remote finish did since its last report.
@@ -112,7 +144,7 @@ public:
   /// @brief Takes the counts for a report (every received activity has ended) and resets.
   finish_report take_report(finish_id id, place_id here) {
     std::lock_guard guard(m_lock);
-    finish_report r{id, here, m_received, std::move(m_sent)};
+    finish_report r{id, here, m_next_seq++, m_received, std::move(m_sent)};
     m_received = 0;
     m_sent.clear();
     return r;
@@ -121,6 +153,7 @@ public:
 private:
   spin_lock m_lock;
   std::uint64_t m_received = 0;
+  std::uint64_t m_next_seq = 0;
   std::vector<std::pair<place_id, std::uint64_t>> m_sent; ///< few destinations: a flat list
 };
 

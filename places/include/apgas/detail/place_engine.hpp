@@ -19,6 +19,7 @@
 #include "apgas/serialization.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -68,7 +69,9 @@ struct home_link;
 /// @brief The engine of this place. Thread-safety: any thread unless stated otherwise.
 class place_engine final : public network {
 public:
-  place_engine(scheduler& sched, std::unique_ptr<transport> net);
+  /// @param report_delay_max longest wait of a proxy's later reports (see report_delay).
+  place_engine(scheduler& sched, std::unique_ptr<transport> net,
+               std::chrono::microseconds report_delay_max = std::chrono::microseconds(200));
   place_engine(const place_engine&) = delete;
   place_engine& operator=(const place_engine&) = delete;
   ~place_engine() override;
@@ -86,6 +89,7 @@ public:
   // ---- network (called by idle workers) ----
   bool poll() noexcept override;
   void flush() noexcept override;
+  bool poll_due_soon() const noexcept override { return reports_waiting(); }
 
   // ---- used by async_at / at ----
   /// @brief Position of a function in this binary, the same at every place.
@@ -115,8 +119,14 @@ public:
 
   /// @brief Frees the distributed state of a home finish (finish_state::m_release_remote).
   void release_home(finish_state& f) noexcept;
-  /// @brief A proxy's part went quiet: report home (finish_state::m_on_quiescent).
-  void report(proxy& px) noexcept;
+  /// @brief Ends a strand of a proxy (finish_state::m_end_reopenable_strand): when its part
+  /// goes quiet, reports home, at once the first time and after report_delay later on.
+  void end_strand(proxy& px) noexcept;
+  /// @brief True while some proxy waits to report (the watcher then polls at short intervals).
+  bool reports_waiting() const noexcept {
+    // relaxed: a hint for the length of a park; poll() re-reads it with acquire.
+    return m_deferred_count.load(std::memory_order_relaxed) != 0;
+  }
 
   const engine_counters& counters() const noexcept { return m_counters; }
   transport_stats transport_counters() const { return m_net->stats(); }
@@ -137,6 +147,10 @@ private:
   void apply_report(const finish_report& r, const std::vector<std::string>& errors);
   void complete_from_outside(finish_state& f);
   void send_cleanups(const home_link& link) noexcept;
+  using report_clock = std::chrono::steady_clock;
+  report_clock::duration report_delay(const proxy& px, report_clock::time_point now) const noexcept;
+  void send_due_reports() noexcept;
+  void take_and_send_report(proxy& px, std::unique_lock<spin_lock> guard) noexcept;
   void send_message(place_id to, std::span<const std::byte> bytes);
 
   scheduler& m_sched;
@@ -149,6 +163,17 @@ private:
   mutable std::mutex m_homes_mutex;   ///< guards m_homes and m_next_serial
   std::unordered_map<std::uint64_t, finish_state*> m_homes;
   std::uint64_t m_next_serial = 1;
+
+  /// A proxy whose part went quiet again after its first report waits this long at most
+  /// before it reports (so that a stream of activities does not send a report per buffer).
+  report_clock::duration m_report_delay_max;
+  struct deferred_report {
+    finish_id id;
+    report_clock::time_point due;
+  };
+  std::mutex m_deferred_mutex; ///< guards m_deferred
+  std::vector<deferred_report> m_deferred;
+  std::atomic<std::size_t> m_deferred_count{0}; ///< m_deferred.size(), readable without the lock
 
   std::mutex m_run_mutex; ///< guards m_run_ends
   std::condition_variable m_run_cv;
