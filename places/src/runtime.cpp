@@ -96,6 +96,7 @@ std::string runtime::message_stats() const {
                    t.logical_messages_received, t.mpi_messages_received);
   s += fmt::format("  {:<34} {} sent, {} received\n", "bytes", t.bytes_sent, t.bytes_received);
   s += fmt::format("  {:<34} {}\n", "back-pressure waits", t.backpressure_waits);
+  s += fmt::format("  {:<34} {}\n", "MPI sends in flight, at most", t.peak_sends_in_flight);
   return s;
 }
 

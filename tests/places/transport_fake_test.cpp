@@ -394,6 +394,134 @@ TEST(TransportFake, BackPressureBoundsMemoryWithASlowReceiver) {
   EXPECT_TRUE(net.endpoint(0).quiescent());
 }
 
+/// Senders on place 0 (`threads` of them, round-robin over places 1..places-1) against slow
+/// receivers, without coalescing so that every send is one network message. Checks order,
+/// exactly-once delivery, and that the network never held more than the cap of place 0's sends.
+void send_cap_with_slow_receivers(place_id places, std::uint32_t threads, std::size_t cap) {
+  transport_options options;
+  options.coalesce = false;
+  options.max_outstanding_sends = cap; // the byte limit (8 MiB) is never reached here
+  fake_network net(places, options);
+  constexpr std::uint64_t k_messages = 6000; // per thread and destination
+  ignore_all(net.endpoint(0));
+  // Per receiver; handler calls of one endpoint are serialised by its poll lock.
+  std::vector<std::vector<std::uint64_t>> next(places, std::vector<std::uint64_t>(threads, 0));
+  std::vector<std::atomic<std::uint64_t>> got(places);
+  for (place_id p = 1; p < places; ++p)
+    net.endpoint(p).set_handler([&, p](place_id from, std::span<const std::byte> m) {
+      EXPECT_EQ(from, 0u);
+      const record r = decode(m);
+      ASSERT_LT(r.thread, threads);
+      EXPECT_EQ(r.seq, next[p][r.thread]) << "out of order at place " << p;
+      next[p][r.thread] = r.seq + 1;
+      // relaxed: the receiver's own loop condition; the final checks run after join().
+      got[p].fetch_add(1, std::memory_order_relaxed);
+    });
+  // relaxed: only ends the receivers' wait below early (a broken cap lets senders finish).
+  std::atomic<std::uint32_t> senders_done{0};
+  std::vector<std::thread> workers;
+  for (std::uint32_t th = 0; th < threads; ++th)
+    workers.emplace_back([&, th] {
+      transport& t = net.endpoint(0);
+      for (std::uint64_t i = 0; i < k_messages; ++i)
+        for (place_id to = 1; to < places; ++to)
+          t.send(to, encode(0, th, i));
+      t.flush();
+      senders_done.fetch_add(1, std::memory_order_relaxed);
+    });
+  const std::uint64_t expected = k_messages * threads;
+  for (place_id p = 1; p < places; ++p)
+    workers.emplace_back([&, p] {
+      transport& t = net.endpoint(p);
+      const auto deadline = clock_type::now() + k_deadline;
+      // No receiving at all until the senders filled the cap and had to wait: nothing they sent
+      // can complete before, so both must happen, and the checks below do not depend on timing.
+      auto filled = [&] {
+        const transport_stats s = net.endpoint(0).stats();
+        return s.peak_sends_in_flight >= cap && s.backpressure_waits > 0;
+      };
+      while (!filled() && senders_done.load(std::memory_order_relaxed) < threads &&
+             clock_type::now() < deadline)
+        std::this_thread::yield();
+      EXPECT_TRUE(filled()) << "the senders never filled the cap";
+      while (got[p].load(std::memory_order_relaxed) < expected && clock_type::now() < deadline) {
+        t.poll();
+        // A slow receiver: it gives its CPU away between polls (the outcome is decided by
+        // counts, not by time).
+        for (int i = 0; i < 16; ++i) std::this_thread::yield();
+      }
+    });
+  for (auto& w : workers)
+    w.join();
+  // The last sends complete once their receivers took them; nobody polls place 0 any more, so
+  // drive the network until it is quiet (a deadline, not a sleep).
+  EXPECT_TRUE(poll_until(net, [&] { return net.endpoint(0).quiescent(); }));
+  const transport_stats s = net.endpoint(0).stats();
+  std::size_t peak_queued = 0;
+  for (place_id p = 1; p < places; ++p) {
+    EXPECT_EQ(got[p].load(), expected) << "place " << p;
+    // What the network held of place 0's sends towards one place at once (no more than the
+    // cap, since the cap is for all destinations together).
+    peak_queued = std::max(peak_queued, net.peak_queued_messages(0, p));
+  }
+  std::cout << "[ sendcap  ] " << threads << " sender(s), " << places - 1
+            << " receiver(s), cap " << cap << ": peak " << s.peak_sends_in_flight
+            << " sends in flight (" << peak_queued << " queued at one receiver), "
+            << s.backpressure_waits << " waits, " << s.mpi_messages_sent
+            << " network messages\n";
+  EXPECT_EQ(s.mpi_messages_sent, expected * (places - 1));
+  EXPECT_LE(s.peak_sends_in_flight, cap);
+  EXPECT_LE(peak_queued, cap);
+  // The cap really was the limit, and senders were held back by it (the byte limit is far).
+  EXPECT_EQ(s.peak_sends_in_flight, cap);
+  EXPECT_GT(s.backpressure_waits, 0u);
+}
+
+TEST(TransportFake, SendCapBoundsRequestsWithASlowReceiver) {
+  send_cap_with_slow_receivers(/*places=*/2, /*threads=*/1, /*cap=*/16);
+}
+
+TEST(TransportFake, SendCapWithSeveralSendersAndDestinationsKeepsOrder) {
+  send_cap_with_slow_receivers(/*places=*/3, /*threads=*/3, /*cap=*/5);
+}
+
+TEST(TransportFake, BarrierHandsDeferredSendsToTheNetwork) {
+  // With a cap of one send, almost everything is still waiting for room when place 0 enters
+  // the barrier; after it place 0 never polls again, so only the barrier can have sent it.
+  transport_options options;
+  options.coalesce = false;
+  options.max_outstanding_sends = 1;
+  fake_network net(2, options);
+  constexpr std::uint64_t k_messages = 200;
+  std::uint64_t got = 0; // place 1's thread only
+  ignore_all(net.endpoint(0));
+  net.endpoint(1).set_handler([&](place_id, std::span<const std::byte> m) {
+    EXPECT_EQ(decode(m).seq, got);
+    ++got;
+  });
+  std::thread sender([&] {
+    transport& t = net.endpoint(0);
+    for (std::uint64_t i = 0; i < k_messages; ++i)
+      t.send(1, encode(0, 0, i));
+    t.barrier();
+  });
+  std::thread receiver([&] {
+    transport& t = net.endpoint(1);
+    t.barrier();
+    EXPECT_TRUE(poll_until(t, [&] { return got == k_messages; }));
+  });
+  sender.join();
+  receiver.join();
+  EXPECT_EQ(got, k_messages);
+  EXPECT_EQ(net.endpoint(0).stats().peak_sends_in_flight, 1u);
+}
+
+TEST(TransportFake, SendCapMustBePositive) {
+  transport_options options;
+  options.max_outstanding_sends = 0;
+  EXPECT_THROW(fake_network(2, options), std::invalid_argument);
+}
+
 // ---- loopback -------------------------------------------------------------------------------
 
 TEST(TransportFake, LoopbackToHere) {
@@ -571,10 +699,9 @@ TEST(TransportFake, HandlerChainOnLoopbackTerminatesPolls) {
   EXPECT_GT(polls, 2u); // each poll delivers only what was pending when it started
 }
 
-TEST(TransportFake, HandlersSendingUnderBackPressureDoNotDeadlock) {
-  transport_options options;
-  options.buffer_bytes = 512;
-  options.max_outstanding_bytes = 1024;
+/// Two places whose handlers reply (a padding message and the next hop) while the limits in
+/// `options` hold their sends back: waits inside handlers must not deadlock.
+void handlers_under_pressure(const transport_options& options) {
   fake_network net(2, options, /*seed=*/9, /*reorder=*/true);
   constexpr std::uint64_t k_chains = 400;
   constexpr std::uint64_t k_hops = 50;
@@ -620,6 +747,22 @@ TEST(TransportFake, HandlersSendingUnderBackPressureDoNotDeadlock) {
   std::cout << "[ reentry  ] " << waits << " back-pressure waits, " << inside
             << " of them inside handlers\n";
   EXPECT_GT(inside, 0u);
+  for (place_id p = 0; p < 2; ++p)
+    EXPECT_LE(net.endpoint(p).stats().peak_sends_in_flight, options.max_outstanding_sends);
+}
+
+TEST(TransportFake, HandlersSendingUnderBackPressureDoNotDeadlock) {
+  transport_options options;
+  options.buffer_bytes = 512;
+  options.max_outstanding_bytes = 1024;
+  handlers_under_pressure(options);
+}
+
+TEST(TransportFake, HandlersSendingUnderTheSendCapDoNotDeadlock) {
+  transport_options options;
+  options.coalesce = false;         // every send is a network message (a send request)
+  options.max_outstanding_sends = 2; // so that handlers' replies hit the cap, not the bytes
+  handlers_under_pressure(options);
 }
 
 // ---- barrier and quiescence -----------------------------------------------------------------

@@ -237,6 +237,11 @@ std::uint64_t coalescer::outstanding(place_id to) const noexcept {
   return m_slots[to].outstanding.load(std::memory_order_acquire);
 }
 
+std::size_t coalescer::sealed_buffers() const noexcept {
+  // relaxed: see m_ready (back-pressure re-checks after progress, so stale is harmless).
+  return m_ready.load(std::memory_order_relaxed);
+}
+
 bool coalescer::idle() const noexcept {
   for (std::size_t i = 0; i < m_destinations; ++i)
     // acquire: see complete().

@@ -32,6 +32,8 @@ struct inbox {
   std::size_t count = 0;                           ///< messages queued
   std::uint64_t bytes = 0;                         ///< bytes queued
   std::uint64_t peak_bytes = 0;                    ///< high-water mark of `bytes`
+  std::vector<std::size_t> queued_from;            ///< per source: its messages queued here
+  std::vector<std::size_t> peak_from;              ///< high-water mark of queued_from
   std::mt19937_64 rng;                             ///< reordering choices
   std::vector<place_id> sources;                   ///< scratch: non-empty sources
 };
@@ -68,7 +70,7 @@ public:
       : transport_base(here, places, options), m_net(net) {}
 
   void barrier() override {
-    flush();
+    flush_to_network(); // as over MPI: every earlier send is in flight before we arrive
     std::uint64_t generation;
     {
       std::lock_guard lock(m_net.barrier_lock);
@@ -90,7 +92,7 @@ public:
   }
 
   /// The network took `bytes` of our frames towards `to` (called by the receiver).
-  void completed_to(place_id to, std::size_t bytes) noexcept { m_coalescer.complete(to, bytes); }
+  void completed_to(place_id to, std::size_t bytes) noexcept { network_done(to, bytes); }
   /// A buffer of ours towards `to` comes back from the receiver.
   void recycle_to(place_id to, byte_buffer&& bytes) { m_coalescer.recycle(to, std::move(bytes)); }
 
@@ -136,6 +138,8 @@ fake_network::impl::impl(std::size_t places, const transport_options& opts, std:
   for (std::size_t p = 0; p < places; ++p) {
     auto box = std::make_unique<inbox>();
     box->by_source.resize(places);
+    box->queued_from.assign(places, 0);
+    box->peak_from.assign(places, 0);
     box->rng.seed(seed * 0x9e3779b97f4a7c15ull + p);
     inboxes.push_back(std::move(box));
   }
@@ -150,6 +154,10 @@ void fake_network::impl::push(place_id from, place_id to, byte_buffer&& bytes, b
   box.bytes += bytes.size();
   box.peak_bytes = std::max(box.peak_bytes, box.bytes);
   ++box.count;
+  if (!injected) {
+    const std::size_t queued = ++box.queued_from[from];
+    box.peak_from[from] = std::max(box.peak_from[from], queued);
+  }
   wire_message m{from, std::move(bytes), injected};
   if (reorder)
     box.by_source[from].push_back(std::move(m));
@@ -185,6 +193,7 @@ void fake_network::impl::take(place_id to, std::vector<wire_message>& out) {
   }
   box.count = 0;
   box.bytes = 0;
+  std::fill(box.queued_from.begin(), box.queued_from.end(), std::size_t{0});
 }
 
 fake_network::fake_network(std::size_t places, const transport_options& options, std::uint64_t seed,
@@ -222,6 +231,12 @@ std::uint64_t fake_network::peak_queued_bytes(place_id to) const {
   inbox& box = *m_impl->inboxes.at(to);
   std::lock_guard lock(box.lock);
   return box.peak_bytes;
+}
+
+std::size_t fake_network::peak_queued_messages(place_id from, place_id to) const {
+  inbox& box = *m_impl->inboxes.at(to);
+  std::lock_guard lock(box.lock);
+  return box.peak_from.at(from);
 }
 
 } // namespace apgas::detail

@@ -4,6 +4,8 @@
 // Every MPI call is made under m_net_lock (or, for process-level calls, before/after any
 // transport exists), so MPI_THREAD_SERIALIZED is enough. Sends: one MPI_Isend per sealed
 // coalescing buffer, the buffer kept alive until MPI_Testsome reports it done, then recycled.
+// At most max_outstanding_sends requests are alive (transport_base defers the rest): Testsome
+// scans them all on every call but completes only a few, so their number must stay small.
 // Receives: MPI_Improbe + MPI_Mrecv (sized by MPI_Get_count), so any size arrives without a
 // pre-posted maximum. One private communicator (a dup of MPI_COMM_WORLD) and one tag: MPI's
 // non-overtaking rule then gives per-source FIFO order of network messages, and the coalescer
@@ -142,7 +144,7 @@ void mpi_transport::net_complete_sends() {
     in_flight& f = m_in_flight[static_cast<std::size_t>(m_done[static_cast<std::size_t>(k)])];
     const std::size_t bytes = f.bytes.size();
     m_coalescer.recycle(f.to, std::move(f.bytes));
-    m_coalescer.complete(f.to, bytes);
+    network_done(f.to, bytes);
   }
   // Completed requests are MPI_REQUEST_NULL now: compact both arrays in step.
   std::size_t kept = 0;
@@ -193,7 +195,7 @@ void mpi_transport::net_release(received&& message) {
 }
 
 void mpi_transport::barrier() {
-  flush();
+  flush_to_network(); // every earlier send is an MPI request before the barrier starts
   MPI_Request request;
   {
     std::lock_guard net(m_net_lock);
@@ -235,12 +237,16 @@ mpi_transport::~mpi_transport() {
     (void)new (std::nothrow) std::vector<in_flight>(std::move(m_in_flight));
   } else {
     std::lock_guard net(m_net_lock);
-    // Let our sends complete. Peers may be waiting for us to receive their last (rendezvous)
-    // messages just as we wait for theirs, so receive and drop what still arrives: the owner
-    // destroys the transport only once the protocols above are done with it.
+    // Let our sends complete, the ones still waiting for room under max_outstanding_sends
+    // included (flushed, so sent as far as the protocols above know). Peers may be waiting for
+    // us to receive their last (rendezvous) messages just as we wait for theirs, so receive and
+    // drop what still arrives: the owner destroys the transport only once the protocols above
+    // are done with it.
     const auto deadline = std::chrono::steady_clock::now() + k_shutdown_wait;
-    while (!m_requests.empty() && std::chrono::steady_clock::now() < deadline) {
+    while ((!m_requests.empty() || has_deferred_locked()) &&
+           std::chrono::steady_clock::now() < deadline) {
       try {
+        issue_deferred_locked(); // virtual net_send: still ours inside our own destructor
         net_complete_sends();
       } catch (const std::exception& e) {
         std::fprintf(stderr, "%s\n", e.what());
@@ -250,6 +256,8 @@ mpi_transport::~mpi_transport() {
       if (!m_requests.empty())
         std::this_thread::yield();
     }
+    if (has_deferred_locked())
+      std::fprintf(stderr, "apgas transport: sends waiting for room at shutdown; dropped\n");
     if (!m_requests.empty()) {
       std::fprintf(stderr, "apgas transport: %zu sends incomplete at shutdown; abandoned\n",
                    m_requests.size());

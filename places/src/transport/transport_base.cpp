@@ -17,6 +17,8 @@ transport_base::transport_base(place_id here, place_id places, const transport_o
     : m_here(here), m_places(places), m_options(options), m_coalescer(places, options) {
   if (here >= places)
     throw std::invalid_argument("apgas transport: here >= places");
+  if (options.max_outstanding_sends == 0)
+    throw std::invalid_argument("apgas transport: max_outstanding_sends must be at least 1");
 }
 
 // ---- sending --------------------------------------------------------------------------------
@@ -29,27 +31,45 @@ void transport_base::send(place_id to, std::span<const std::byte> message) {
   // network lock, or the next poll, sends it (never block a sender on the network).
   if (m_coalescer.append(to, message))
     try_progress_sends();
-  if (m_coalescer.outstanding(to) > m_options.max_outstanding_bytes)
+  if (over_limits(to))
     wait_for_room(to);
+}
+
+bool transport_base::over_limits(place_id to) const noexcept {
+  if (m_coalescer.outstanding(to) > m_options.max_outstanding_bytes)
+    return true;
+  // Network messages sealed and not completed: not yet collected, waiting for room, in flight.
+  // relaxed: see m_in_flight (a hint; wait_for_room() re-checks after making progress).
+  const std::size_t sends = m_coalescer.sealed_buffers() +
+                            m_deferred_count.load(std::memory_order_relaxed) +
+                            m_in_flight.load(std::memory_order_relaxed);
+  return sends > m_options.max_outstanding_sends;
 }
 
 void transport_base::wait_for_room(place_id to) {
   // relaxed: a statistic (several senders may wait at once, hence a real RMW).
   m_backpressure_waits.fetch_add(1, std::memory_order_relaxed);
-  while (m_coalescer.outstanding(to) > m_options.max_outstanding_bytes) {
-    m_coalescer.seal(to); // with a tiny limit the buffered bytes alone may exceed it
+  while (over_limits(to)) {
+    // With a tiny byte limit the buffered bytes alone may exceed it. (Not for the send count:
+    // sealing a partial buffer would only add a network message.)
+    if (m_coalescer.outstanding(to) > m_options.max_outstanding_bytes)
+      m_coalescer.seal(to);
     try_progress_sends();
     // Keeps receiving (and, unless nested in a handler, delivering) while waiting: a peer
-    // waiting for room towards us can then proceed, so two full places do not deadlock.
+    // waiting for room towards us can then proceed, so two full places do not deadlock. (Our
+    // sends complete only as peers receive them, and a peer receives while it waits, too.)
     poll();
-    if (m_coalescer.outstanding(to) > m_options.max_outstanding_bytes)
+    if (over_limits(to))
       std::this_thread::yield();
   }
 }
 
 void transport_base::flush() {
-  // Idle workers flush before parking: with nothing buffered, skip the network lock.
-  if (!m_coalescer.collect_pending(coalescer::seal_mode::all, {}))
+  // Idle workers flush before parking: with nothing buffered or waiting for room, skip the
+  // network lock. relaxed: a hint; a buffer deferred by another thread that we miss here is
+  // handed over by that thread's next progress or the next poll.
+  if (!m_coalescer.collect_pending(coalescer::seal_mode::all, {}) &&
+      m_deferred_count.load(std::memory_order_relaxed) == 0)
     return;
   std::lock_guard net(m_net_lock);
   drain_locked(coalescer::seal_mode::all);
@@ -65,7 +85,19 @@ bool transport_base::try_progress_sends() {
   return true;
 }
 
+void transport_base::flush_to_network() {
+  flush();
+  // relaxed: see m_deferred_count; our own flush's deferrals are seen (same thread, or under
+  // m_net_lock which we took after), and the loop re-reads until the network took them.
+  while (m_deferred_count.load(std::memory_order_relaxed) != 0) {
+    try_progress_sends();
+    if (poll() == 0) // sends complete as peers receive: keep receiving meanwhile
+      std::this_thread::yield();
+  }
+}
+
 void transport_base::drain_locked(coalescer::seal_mode mode) {
+  issue_deferred_locked(); // older than anything collect() hands out below
   const auto now = coalescer::clock::now();
   if (!m_coalescer.collect_pending(mode, now))
     return;
@@ -79,10 +111,61 @@ void transport_base::drain_locked(coalescer::seal_mode mode) {
       m_loopback.push_back(received{m_here, std::move(out.buffer.bytes), origin::loopback});
       continue;
     }
-    bump(m_mpi_sent);
-    bump(m_bytes_sent, out.buffer.bytes.size());
-    net_send(out.to, std::move(out.buffer));
+    // relaxed: see m_in_flight. Every increment is made under m_net_lock, which we hold, so
+    // the value read is never below the truth (the cap is strict); a decrement not yet seen
+    // only defers a buffer that could have left now, and the next drain issues it.
+    if (has_deferred_locked() ||
+        m_in_flight.load(std::memory_order_relaxed) >= m_options.max_outstanding_sends) {
+      m_deferred.push_back(std::move(out)); // behind the older ones: per-destination order
+      m_deferred_count.store(m_deferred.size() - m_deferred_head, std::memory_order_relaxed);
+      continue;
+    }
+    issue_locked(std::move(out));
   }
+}
+
+void transport_base::issue_deferred_locked() {
+  // relaxed: see drain_locked().
+  while (has_deferred_locked() &&
+         m_in_flight.load(std::memory_order_relaxed) < m_options.max_outstanding_sends) {
+    outgoing_buffer out = std::move(m_deferred[m_deferred_head++]);
+    if (m_deferred_head == m_deferred.size()) {
+      m_deferred.clear(); // keeps the capacity
+      m_deferred_head = 0;
+    } else if (m_deferred_head >= 64 && 2 * m_deferred_head >= m_deferred.size()) {
+      // Deferrals keep the queue from ever emptying: drop the issued prefix.
+      m_deferred.erase(m_deferred.begin(),
+                       m_deferred.begin() + static_cast<std::ptrdiff_t>(m_deferred_head));
+      m_deferred_head = 0;
+    }
+    m_deferred_count.store(m_deferred.size() - m_deferred_head, std::memory_order_relaxed);
+    issue_locked(std::move(out));
+  }
+}
+
+void transport_base::issue_locked(outgoing_buffer&& out) {
+  // Counted before net_send(): in the fake network the receiver may complete it (network_done)
+  // before net_send() returns, and the count must not dip below zero meanwhile.
+  // relaxed: see m_in_flight.
+  const std::size_t in_flight = m_in_flight.fetch_add(1, std::memory_order_relaxed) + 1;
+  // relaxed: a statistic; single writer (under m_net_lock).
+  if (in_flight > m_peak_in_flight.load(std::memory_order_relaxed))
+    m_peak_in_flight.store(in_flight, std::memory_order_relaxed);
+  bump(m_mpi_sent);
+  bump(m_bytes_sent, out.buffer.bytes.size());
+  try {
+    net_send(out.to, std::move(out.buffer));
+  } catch (...) {
+    m_in_flight.fetch_sub(1, std::memory_order_relaxed); // it never left
+    throw;
+  }
+}
+
+void transport_base::network_done(place_id to, std::size_t bytes) noexcept {
+  m_coalescer.complete(to, bytes);
+  // relaxed: see m_in_flight. (A sender that then sees room hands over a buffer of its own; it
+  // reads nothing this thread wrote.)
+  m_in_flight.fetch_sub(1, std::memory_order_relaxed);
 }
 
 // ---- receiving ------------------------------------------------------------------------------
@@ -206,6 +289,7 @@ transport_stats transport_base::stats() const {
   s.bytes_sent = m_bytes_sent.load(std::memory_order_relaxed);
   s.bytes_received = m_bytes_received.load(std::memory_order_relaxed);
   s.backpressure_waits = m_backpressure_waits.load(std::memory_order_relaxed);
+  s.peak_sends_in_flight = m_peak_in_flight.load(std::memory_order_relaxed);
   return s;
 }
 

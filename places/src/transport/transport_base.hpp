@@ -3,6 +3,12 @@
 // supplies only the network: how a sealed buffer leaves, how sends complete, how network
 // messages arrive (fake_transport.cpp, mpi_transport.cpp). Internal to places/src/transport.
 //
+// Two limits bound what a place has outstanding: max_outstanding_bytes per destination (memory)
+// and max_outstanding_sends network messages per transport (MPI requests, whose completion
+// cost grows with their number). The second is enforced where buffers meet the network:
+// drain_locked() hands at most that many to net_send() at a time and queues the rest, in order,
+// in m_deferred until sends complete (network_done()). send() applies back-pressure on both.
+//
 // Locks, in the order they may be taken:
 //   m_poll_lock  one poller at a time (try-lock); it owns m_pending and the delivery cursor.
 //   m_net_lock   one thread at a time talks to the network (MPI_THREAD_SERIALIZED); held only
@@ -62,6 +68,23 @@ protected:
   /// @brief Queues a received network message for delivery. pre: m_net_lock held, poll owner.
   void accept(received&& message);
 
+  /// @brief The network is done with a buffer of `bytes` towards `to` that net_send() was
+  /// given (its send completed): releases its bytes and its place under max_outstanding_sends.
+  /// Exactly once per net_send(). Any thread.
+  void network_done(place_id to, std::size_t bytes) noexcept;
+
+  /// @brief True if sealed buffers wait for room under max_outstanding_sends.
+  /// pre: m_net_lock held.
+  bool has_deferred_locked() const noexcept { return m_deferred_head < m_deferred.size(); }
+
+  /// @brief Hands waiting buffers to the network, oldest first, while in-flight sends are below
+  /// max_outstanding_sends. pre: m_net_lock held.
+  void issue_deferred_locked();
+
+  /// @brief flush(), then polls until no sealed buffer waits for room: everything sent before
+  /// the call has been handed to the network (what a barrier promises). pre: not from a handler.
+  void flush_to_network();
+
   /// @brief Progress without delivery: seal per `mode`, send, complete sends, and (poll owner
   /// only) receive. Takes m_net_lock.
   void progress(coalescer::seal_mode mode, bool receive);
@@ -74,7 +97,9 @@ protected:
 
 private:
   void drain_locked(coalescer::seal_mode mode);
+  void issue_locked(outgoing_buffer&& out);
   bool try_progress_sends();
+  bool over_limits(place_id to) const noexcept;
   void wait_for_room(place_id to);
   std::size_t deliver();
   void finish_current();
@@ -89,6 +114,11 @@ private:
   // Guarded by m_net_lock.
   std::vector<outgoing_buffer> m_outgoing; ///< collect() output, reused
   std::vector<received> m_loopback;        ///< sealed buffers to here(), not yet accepted
+  /// Sealed remote buffers waiting for room under max_outstanding_sends, in the order collect()
+  /// handed them out (so per-destination order holds): m_deferred[m_deferred_head..]. A vector
+  /// with a head index, as m_pending.
+  std::vector<outgoing_buffer> m_deferred;
+  std::size_t m_deferred_head = 0;
 
   // Poll owner only.
   // Received, not yet delivered, in arrival order: m_pending[m_pending_head..]. A vector with a
@@ -108,6 +138,17 @@ private:
   std::atomic<std::uint64_t> m_bytes_received{0};
   std::atomic<std::uint64_t> m_logical_received{0};
   std::atomic<std::uint64_t> m_backpressure_waits{0};
+  std::atomic<std::uint64_t> m_peak_in_flight{0}; ///< written under m_net_lock
+
+  // Send-request accounting. Neither publishes data: the buffers themselves travel through the
+  // network, the coalescer's locks and its release/acquire byte counts. These are counts a
+  // sender compares with max_outstanding_sends, so relaxed is enough (a stale value delays
+  // a decision to the next check, and every wait loop checks again after making progress).
+  /// Handed to net_send() and not yet network_done(). Incremented under m_net_lock; decremented
+  /// by whoever completes a send (in the fake network, the receiving endpoint's thread).
+  std::atomic<std::size_t> m_in_flight{0};
+  /// m_deferred.size() - m_deferred_head; written under m_net_lock, read without it as a hint.
+  std::atomic<std::size_t> m_deferred_count{0};
 };
 
 } // namespace apgas::detail

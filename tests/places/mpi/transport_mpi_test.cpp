@@ -5,7 +5,9 @@
 //   2. barrier correctness: nobody leaves round r before everyone entered it (same-host
 //      monotonic clock), and messages sent before a barrier are delivered;
 //   3. the exchange again without coalescing: one MPI message per remote send;
-//   4. three threads per rank against a tiny back-pressure limit (large messages included).
+//   4. three threads per rank against a tiny back-pressure limit (large messages included);
+//   5. three threads per rank without coalescing against a cap of 8 live send requests
+//      (max_outstanding_sends): never more than 8 MPI_Isend requests alive, all delivered.
 // Messages of a phase may arrive while their receiver is still in the previous phase's barrier
 // (barrier() keeps delivering), so one handler serves all phases, dispatching on a header field.
 // Prints one summary line per rank.
@@ -322,12 +324,32 @@ int run() {
     s.fail("back-pressure never engaged");
   w.reset();
 
+  // 5. Without coalescing every send is an MPI_Isend, and three threads seal them faster than
+  // one drain completes them (the 150 kB ones are rendezvous sends, alive until received): the
+  // transport must keep at most k_cap requests alive, defer the rest in order, and hold the
+  // senders back while it keeps receiving.
+  constexpr std::size_t k_cap = 8;
+  options = transport_options{};
+  options.coalesce = false;
+  options.max_outstanding_sends = k_cap;
+  auto c = make_mpi_transport(options);
+  const std::uint32_t capped = s.add_phase(3, 5000);
+  c->set_handler([&s](place_id from, std::span<const std::byte> m) { s.on_message(from, m); });
+  exchange(*c, s, capped, /*flush_at_end=*/true);
+  const transport_stats capped_stats = c->stats();
+  if (capped_stats.peak_sends_in_flight > k_cap)
+    s.fail("send cap: " + std::to_string(capped_stats.peak_sends_in_flight) +
+           " requests alive at once, cap " + std::to_string(k_cap));
+  if (p > 1 && capped_stats.peak_sends_in_flight == 0)
+    s.fail("send cap: no send request was ever counted");
+  c.reset();
+
   std::printf(
       "transport_mpi_test rank %u/%u: %s | all-to-all: %llu msgs received in %.3f s, "
       "%llu remote sends in %llu MPI messages (coalescing ratio %.1f) | 3 threads: %llu "
       "received, %llu MPI messages | barrier: %zu rounds, %d clock-checked, %d msgs "
       "delivered inside | no coalescing: %llu MPI messages | back-pressure: %llu received, %llu "
-      "waits\n",
+      "waits | send cap %zu: %llu received, peak %llu requests alive, %llu waits\n",
       s.here, p, s.failures == 0 ? "PASS" : "FAIL",
       static_cast<unsigned long long>(s.phases[single].received), seconds,
       static_cast<unsigned long long>(remote),
@@ -336,7 +358,10 @@ int run() {
       static_cast<unsigned long long>(threaded_mpi), s.rounds.size(), checked,
       s.delivered_inside_barrier, static_cast<unsigned long long>(plain_mpi),
       static_cast<unsigned long long>(s.phases[pressed].received),
-      static_cast<unsigned long long>(pressed_stats.backpressure_waits));
+      static_cast<unsigned long long>(pressed_stats.backpressure_waits), k_cap,
+      static_cast<unsigned long long>(s.phases[capped].received),
+      static_cast<unsigned long long>(capped_stats.peak_sends_in_flight),
+      static_cast<unsigned long long>(capped_stats.backpressure_waits));
   std::fflush(stdout);
   return s.failures == 0 ? 0 : 1;
 }

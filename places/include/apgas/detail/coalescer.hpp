@@ -204,6 +204,10 @@ public:
   /// @brief Bytes appended to `to` and not yet completed (buffered, sealed or in flight).
   std::uint64_t outstanding(place_id to) const noexcept;
 
+  /// @brief Sealed buffers not yet collected, over all destinations. A hint (relaxed): exact
+  /// for the calling thread's own seals and whatever it synchronised with.
+  std::size_t sealed_buffers() const noexcept;
+
   /// @brief True if no destination has outstanding bytes.
   bool idle() const noexcept;
 

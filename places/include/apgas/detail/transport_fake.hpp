@@ -5,9 +5,9 @@
 // tested against arrival orders MPI allows (different sources) and ones it does not (same
 // source: useful to show a protocol does not depend on FIFO).
 //
-// Timing: a network message is "in flight" (counted against max_outstanding_bytes) until the
-// destination endpoint's poll() takes it, so a receiver that polls slowly applies back-pressure
-// to its senders. A sender waiting for room therefore needs someone to poll the destination:
+// Timing: a network message is "in flight" (counted against max_outstanding_bytes and, as one
+// send request, against max_outstanding_sends) until the destination endpoint's poll() takes
+// it, so a receiver that polls slowly applies back-pressure to its senders. A sender waiting for room therefore needs someone to poll the destination:
 // drive each endpoint from its own thread, or, single-threaded, stay below the limit and use
 // poll_all().
 #pragma once
@@ -53,6 +53,11 @@ public:
   /// @brief High-water mark of network-message bytes queued towards `to` and not yet taken by
   /// its poll (shows that back-pressure bounds memory).
   std::uint64_t peak_queued_bytes(place_id to) const;
+
+  /// @brief High-water mark of network messages from `from` queued towards `to` and not yet
+  /// taken by its poll: the fake's "live send requests" (shows that max_outstanding_sends
+  /// bounds them). Injected messages are not counted.
+  std::size_t peak_queued_messages(place_id from, place_id to) const;
 
   struct impl;
 
