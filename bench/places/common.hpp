@@ -255,7 +255,7 @@ inline std::string describe(const apgas::runtime& rt, int mpi_level) {
   return fmt::format("places {}, threads/place {}, coalesce {}, coalesce-bytes {}, flush-us {}, "
                      "spin {}, MPI {}",
                      rt.places(), rt.threads(), o.coalesce ? "yes" : "no", o.coalesce_bytes,
-                     o.flush_us, o.spin_rounds, thread_level_name(mpi_level));
+                     o.flush_us, o.spin_us, thread_level_name(mpi_level));
 }
 
 } // namespace apgas_bench

@@ -39,21 +39,17 @@ void finish_state::add_exception(std::exception_ptr e) noexcept {
   }
 }
 
-std::coroutine_handle<> finish_state::on_complete() noexcept {
-  if (m_waiter != nullptr) return m_waiter->m_self;
+std::coroutine_handle<> finish_state::complete_root() noexcept {
   // release: the waiter reads m_exceptions (and the activities' results) after acquiring.
   m_done.store(true, std::memory_order_release);
   m_done.notify_all();
   return std::noop_coroutine();
 }
 
-void finish_state::rethrow_if_failed() {
-  // No lock needed: every activity has ended (their decrements released to our acquire).
-  if (m_exceptions) {
-    auto errors = std::move(*m_exceptions);
-    m_exceptions.reset();
-    throw multiple_exceptions(std::move(errors));
-  }
+void finish_state::throw_gathered() {
+  auto errors = std::move(*m_exceptions);
+  m_exceptions.reset();
+  throw multiple_exceptions(std::move(errors));
 }
 
 } // namespace detail

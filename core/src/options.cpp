@@ -66,11 +66,12 @@ const std::span<const knob> knobs() {
       {"--pin", "APGAS_PIN", "yes|no", "bind each worker to one PU of the process cpuset",
        [](options& o, std::string_view w, std::string_view v) { o.pin_workers = parse_bool(w, v); },
        [](const options& o) { return std::string(o.pin_workers ? "yes" : "no"); }},
-      {"--spin", "APGAS_SPIN", "N", "steal rounds an idle worker tries before it parks",
+      {"--spin-us", "APGAS_SPIN_US", "N",
+       "microseconds an idle worker keeps looking for work (and messages) before it parks",
        [](options& o, std::string_view w, std::string_view v) {
-         o.spin_rounds = parse_unsigned(w, v, 1, 1000000);
+         o.spin_us = parse_unsigned(w, v, 0, 1000000);
        },
-       [](const options& o) { return std::to_string(o.spin_rounds); }},
+       [](const options& o) { return std::to_string(o.spin_us); }},
       {"--coalesce-bytes", "APGAS_COALESCE_BYTES", "N",
        "coalescing buffer per destination place, in bytes",
        [](options& o, std::string_view w, std::string_view v) {

@@ -13,6 +13,15 @@ namespace {
 // Parked workers of a place with a network wake up after at most this long to poll it.
 constexpr std::chrono::nanoseconds k_min_network_park = std::chrono::microseconds(20);
 constexpr std::chrono::nanoseconds k_max_network_park = std::chrono::microseconds(1000);
+// While the place expects messages (network::expecting_messages), an idle worker spins this
+// long before it parks, and the watcher's waits grow no longer than k_expecting_park: the
+// answer to an `at` typically comes within microseconds, and a place that parks meanwhile
+// makes the next round trip wait for its wake-up (a sleeping caller and a sleeping callee
+// then take turns, each round trip costing a park).
+constexpr std::chrono::nanoseconds k_expecting_spin = std::chrono::microseconds(1000);
+constexpr std::chrono::nanoseconds k_expecting_park = std::chrono::microseconds(100);
+// Pauses between two rounds of an idle worker's search.
+constexpr int k_spin_pauses = 4;
 } // namespace
 
 // ---- worker: the slow paths of the strand protocol ------------------------------------------
@@ -57,6 +66,13 @@ std::coroutine_handle<> worker::suspend_for_external() noexcept {
   return transfer(promise_of(next)->m_self);
 }
 
+void worker::busy_poll() noexcept {
+  m_pushes_until_poll = k_busy_poll_pushes;
+  // Message handlers only inject work and update finish state: safe from inside a spawn.
+  // poll() try-locks the transport, so a busy worker never waits for another poller.
+  if (network* net = m_sched->net(); net != nullptr) (void)net->poll();
+}
+
 deque_item worker::steal_from() noexcept {
   if (!m_steal_lock.try_lock()) return 0;
   const deque_item item = m_deque.steal();
@@ -75,6 +91,9 @@ scheduler::scheduler(const options& opts) : m_options(opts) {
   unsigned n = m_options.threads != 0 ? m_options.threads : topology::instance().pu_count();
   if (n == 0) n = 1;
   m_options.threads = n;
+  // Before any worker binds itself: places that share a cpuset with the node's other places
+  // spread their workers over it (see topology::set_place_workers).
+  topology::instance().set_place_workers(n);
   m_workers.reserve(n);
   for (unsigned i = 0; i < n; ++i) m_workers.push_back(std::make_unique<worker>(*this, i, m_gate));
   m_threads.reserve(n);
@@ -173,6 +192,11 @@ void scheduler::worker_main(unsigned index) {
   if (m_options.pin_workers) topology::instance().bind_this_thread(index);
   m_gate.begin_search();
   unsigned idle_rounds = 0;
+  using spin_clock = std::chrono::steady_clock;
+  const auto spin_budget = std::chrono::duration_cast<spin_clock::duration>(
+      std::chrono::microseconds(m_options.spin_us));
+  spin_clock::time_point spin_start;
+  bool yielding = false;
   // With a network, one parked worker at a time (the watcher) sleeps with a time limit so
   // that somebody polls for messages; the others sleep until woken.
   bool watcher = false;
@@ -194,18 +218,40 @@ void scheduler::worker_main(unsigned index) {
       continue;
     }
     network* net = m_network.load(std::memory_order_acquire);
-    // Out of work: what we buffered for other places may be what they (and so we) wait for.
-    if (idle_rounds == 0 && net != nullptr) net->flush();
-    // A watcher that woke up to poll goes back to sleep at once; others spin a little first.
-    if (!watcher && ++idle_rounds < m_options.spin_rounds) {
-      for (int i = 0; i < 32; ++i) cpu_relax();
-      if (idle_rounds > m_options.spin_rounds / 2) std::this_thread::yield();
-      continue;
+    if (idle_rounds == 0) {
+      // Out of work: what we buffered for other places may be what they (and so we) wait for.
+      if (net != nullptr) net->flush();
+      spin_start = spin_clock::now();
+      yielding = false;
+    }
+    // A watcher that woke up to poll goes back to sleep at once; others keep looking for a
+    // while (spin_us): a round is a steal attempt on every worker and a network poll, with a
+    // short pause between rounds (one pause is ~30 ns here: long pauses make a message wait).
+    // In the second half of the spin a round also yields the CPU, for oversubscribed runs.
+    // The clock is read every 8 rounds only.
+    ++idle_rounds;
+    if (!watcher && spin_budget.count() > 0) {
+      if ((idle_rounds & 7U) != 0) {
+        for (int i = 0; i < k_spin_pauses; ++i) cpu_relax();
+        if (yielding) std::this_thread::yield();
+        continue;
+      }
+      const auto spun = spin_clock::now() - spin_start;
+      if (spun < spin_budget) {
+        yielding = spun > spin_budget / 2;
+        continue;
+      }
+      if (net != nullptr && spun < k_expecting_spin && net->expecting_messages()) {
+        yielding = true;
+        continue;
+      }
     }
     idle_rounds = 0;
     if (net != nullptr) net->flush(); // nobody else may send our buffered messages soon
     m_gate.end_search();
     const std::uint32_t epoch = m_gate.prepare_park();
+    // seq_cst: after the epoch read (see set_network): a network set meanwhile is seen here.
+    net = m_network.load(std::memory_order_seq_cst);
     if (m_stop.load(std::memory_order_seq_cst) || work_visible()) {
       m_gate.cancel_park();
       park_backoff = k_min_network_park;
@@ -214,7 +260,7 @@ void scheduler::worker_main(unsigned index) {
       // acq_rel: the role is a token passed between workers.
       if (net != nullptr && !watcher) watcher = !m_watcher_taken.exchange(true, std::memory_order_acq_rel);
       // The watcher's limit doubles while nothing happens, up to about a millisecond.
-      if (watcher && net->poll_due_soon()) park_backoff = k_min_network_park;
+      if (watcher && net->expecting_messages()) park_backoff = std::min(park_backoff, k_expecting_park);
       m_gate.park(epoch, watcher ? park_backoff : std::chrono::nanoseconds::zero());
       if (watcher) park_backoff = std::min(park_backoff * 2, k_max_network_park);
     }

@@ -79,10 +79,6 @@ struct proxy {
     fs.m_reopenable = true;
     fs.m_count.store(0, std::memory_order_relaxed); // arrivals count themselves
     fs.m_remote = this;
-    fs.m_end_reopenable_strand = [](finish_state& f) noexcept {
-      auto* px = static_cast<proxy*>(f.m_remote);
-      px->engine->end_strand(*px);
-    };
   }
   place_engine* engine;
   finish_id id;
@@ -123,6 +119,15 @@ place_engine::place_engine(scheduler& sched, std::unique_ptr<transport> net,
   place_engine* expected = nullptr;
   if (!g_engine.compare_exchange_strong(expected, this, std::memory_order_acq_rel))
     throw std::logic_error("apgas: a place engine already exists in this process");
+  // Set before any activity can reach another place (workers run nothing remote before the
+  // engine exists); the engine is unique in the process, so the hooks can name it.
+  g_remote_hooks.end_proxy_strand = [](finish_state& f) noexcept {
+    auto* px = static_cast<proxy*>(f.m_remote);
+    px->engine->end_strand(*px);
+  };
+  g_remote_hooks.release_remote = [](finish_state& f) noexcept {
+    place_engine::current().release_home(f);
+  };
 }
 
 place_engine::~place_engine() {
@@ -160,15 +165,18 @@ const void* place_engine::code_at(std::int64_t offset) noexcept {
 
 namespace {
 // Set by SIGUSR1 (see runtime.cpp): the next poll prints the open finishes of this place.
-volatile std::sig_atomic_t g_dump_requested = 0;
-extern "C" void request_dump(int) { g_dump_requested = 1; }
+// A lock-free atomic (async-signal-safe), read by another thread than the handler's. relaxed:
+// a request flag; the dump reads nothing the handler wrote.
+std::atomic<bool> g_dump_requested{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+extern "C" void request_dump(int) { g_dump_requested.store(true, std::memory_order_relaxed); }
 } // namespace
 
 void place_engine::install_dump_signal() { std::signal(SIGUSR1, &request_dump); }
 
 bool place_engine::poll() noexcept {
-  if (g_dump_requested != 0) {
-    g_dump_requested = 0;
+  if (g_dump_requested.load(std::memory_order_relaxed)) [[unlikely]] {
+    g_dump_requested.store(false, std::memory_order_relaxed);
     const std::string open = describe_open_finishes();
     std::fprintf(stderr, "apgas: place %u: open distributed finishes:\n%s", m_here,
                  open.empty() ? "  (none)\n" : open.c_str());
@@ -213,9 +221,6 @@ home_link& place_engine::home_link_of(finish_state& f) {
     link->id = finish_id{m_here, m_next_serial++ | pattern_bit};
     m_homes.emplace(link->id.serial, &f);
     f.m_remote = link;
-    f.m_release_remote = [](finish_state& fs) noexcept {
-      place_engine::current().release_home(fs);
-    };
     m_counters.finishes_distributed.fetch_add(1, std::memory_order_relaxed);
   }
   return *static_cast<home_link*>(f.m_remote);
@@ -237,7 +242,11 @@ void place_engine::record_send(finish_state& f, place_id to) {
   link.touch(to);
   // The remote part of f is one more strand of f while it is open. relaxed: the caller is a
   // live strand of f, and the message that could close the part is sent after this.
-  if (link.tally.on_send(to)) f.m_count.fetch_add(1, std::memory_order_relaxed);
+  if (link.tally.on_send(to)) {
+    f.m_count.fetch_add(1, std::memory_order_relaxed);
+    // relaxed: a hint (see expecting_messages); closed again in apply_report.
+    m_awaited.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 namespace {
@@ -286,8 +295,26 @@ void place_engine::send_at(place_id to, const finish_state& f, at_invoker inv,
   put(w, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(sink)));
   bytes.insert(bytes.end(), args.begin(), args.end());
   m_counters.activities_sent.fetch_add(1, std::memory_order_relaxed);
+  m_awaited.fetch_add(1, std::memory_order_relaxed); // relaxed: a hint, undone by the reply
   send_message(to, bytes);
   m_net->flush(); // somebody waits for the answer: latency matters more than coalescing
+}
+
+std::size_t place_engine::start_reply(std::vector<std::byte>& out, reply_address to) {
+  byte_writer w(out);
+  put(w, static_cast<std::uint8_t>(msg_kind::reply));
+  put(w, to.token);
+  const std::size_t ok_at = out.size();
+  put(w, static_cast<std::uint8_t>(1));
+  return ok_at;
+}
+
+void place_engine::finish_reply(place_id to, std::vector<std::byte>& out, std::size_t ok_at,
+                                bool ok) {
+  out.at(ok_at) = static_cast<std::byte>(ok ? 1 : 0);
+  m_counters.replies_sent.fetch_add(1, std::memory_order_relaxed);
+  send_message(to, out);
+  m_net->flush(); // the caller is suspended until this arrives
 }
 
 void place_engine::send_reply(reply_address to, bool ok, std::span<const std::byte> payload) {
@@ -376,6 +403,7 @@ void place_engine::on_reply(byte_reader& r) {
   const auto token = deserialize<std::uint64_t>(r);
   const bool ok = deserialize<std::uint8_t>(r) != 0;
   auto* sink = reinterpret_cast<reply_sink*>(static_cast<std::uintptr_t>(token));
+  m_awaited.fetch_sub(1, std::memory_order_relaxed); // relaxed: a hint
   sink->on_reply(ok, rest_of(r));
 }
 
@@ -537,6 +565,7 @@ void place_engine::apply_report(const finish_report& rep, const std::vector<std:
   link.touch(rep.from);
   if (link.tally.on_report(rep)) {
     // The remote part closed: that strand of f ends.
+    m_awaited.fetch_sub(1, std::memory_order_relaxed); // relaxed: a hint
     if (f->release_strand()) complete_from_outside(*f);
   }
 }

@@ -69,7 +69,7 @@ TEST(options, bad_values_are_usage_errors_that_name_the_knob) {
 TEST(options, help_text_lists_every_flag_with_its_variable) {
   const std::string help = apgas::options::help_text();
   for (const char* s : {"--threads", "APGAS_THREADS", "--policy", "APGAS_POLICY", "--stats",
-                        "APGAS_STATS", "--pin", "--spin"})
+                        "APGAS_STATS", "--pin", "--spin-us", "APGAS_SPIN_US"})
     EXPECT_NE(help.find(s), std::string::npos) << s;
 }
 

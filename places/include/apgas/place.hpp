@@ -108,24 +108,28 @@ std::string describe_current_exception();
 template <class F, class... Args>
 task<> at_body(std::tuple<Args...> args, reply_address to) {
   using R = typename remote_result<F, Args...>::type;
-  std::vector<std::byte> out;
+  std::vector<std::byte> out; // the reply message: its head, then the value (one copy)
+  std::size_t ok_at = 0;
   bool ok = true;
   try {
     if constexpr (std::is_void_v<R>) {
       co_await call_stateless<F, Args...>(args);
+      ok_at = place_engine::start_reply(out, to);
     } else {
       R value = co_await call_stateless<F, Args...>(args);
+      ok_at = place_engine::start_reply(out, to);
       byte_writer w(out);
       serialize(w, value);
     }
   } catch (...) {
     ok = false;
     out.clear();
+    ok_at = place_engine::start_reply(out, to);
     const std::string text = describe_current_exception();
     const auto* b = reinterpret_cast<const std::byte*>(text.data());
-    out.assign(b, b + text.size());
+    out.insert(out.end(), b, b + text.size());
   }
-  place_engine::current().send_reply(to, ok, out);
+  place_engine::current().finish_reply(to.place, out, ok_at, ok);
 }
 
 template <class F, class... Args>
@@ -186,18 +190,23 @@ public:
     return next;
   }
   R await_resume() {
-    if (!m_ok) {
-      throw remote_exception(m_to, std::string(reinterpret_cast<const char*>(m_payload.data()),
-                                               m_payload.size()));
-    }
-    if constexpr (!std::is_void_v<R>) {
-      byte_reader r(m_payload);
-      return deserialize<R>(r);
-    }
+    if (m_local_error) std::rethrow_exception(m_local_error);
+    if (!m_ok) throw remote_exception(m_to, m_error_text);
+    if constexpr (!std::is_void_v<R>) return std::move(*m_value);
   }
   void on_reply(bool ok, std::span<const std::byte> payload) override {
+    // The value is deserialized here, straight from the received bytes (no copy of them).
     m_ok = ok;
-    m_payload.assign(payload.begin(), payload.end());
+    if (!ok) {
+      m_error_text.assign(reinterpret_cast<const char*>(payload.data()), payload.size());
+    } else if constexpr (!std::is_void_v<R>) {
+      try {
+        byte_reader r(payload);
+        m_value.emplace(deserialize<R>(r));
+      } catch (...) {
+        m_local_error = std::current_exception(); // rethrown to the caller
+      }
+    }
     place_engine::current().resume(*m_caller);
   }
 
@@ -207,7 +216,9 @@ private:
   std::vector<std::byte> m_args;
   promise_base* m_caller = nullptr;
   bool m_ok = false;
-  std::vector<std::byte> m_payload;
+  std::string m_error_text;                ///< !m_ok: what the remote exception said
+  std::exception_ptr m_local_error;        ///< the value did not deserialize here
+  std::conditional_t<std::is_void_v<R>, bool, std::optional<R>> m_value{}; ///< unused for void
 };
 
 template <class... Args>

@@ -31,6 +31,19 @@ namespace apgas::detail {
 
 struct finish_state;
 
+/// @brief What the places layer does for finishes that left their place (set once by the
+/// places runtime; core never calls them for a finish whose m_remote is null). Global rather
+/// than per finish: every finish would otherwise carry (and initialise) two more pointers.
+struct remote_finish_hooks {
+  /// Ends a strand of a reopenable finish (a proxy) in place of release_strand's decrement:
+  /// the places layer decrements under the proxy's own lock, the one arrivals take to raise
+  /// the count from zero, so that a count of zero and its report are decided in one step.
+  void (*end_proxy_strand)(finish_state&) noexcept = nullptr;
+  /// Frees the distributed state of a home finish when the finish is destroyed.
+  void (*release_remote)(finish_state&) noexcept = nullptr;
+};
+inline remote_finish_hooks g_remote_hooks;
+
 /// @brief Fields shared by every apgas coroutine promise. Written by the thread that runs the
 /// frame; read by a thief only after it acquired the frame through the deque.
 struct promise_base {
@@ -68,7 +81,7 @@ struct finish_state {
   finish_state(const finish_state&) = delete;
   finish_state& operator=(const finish_state&) = delete;
   ~finish_state() {
-    if (m_remote != nullptr && m_release_remote != nullptr) m_release_remote(*this);
+    if (m_remote != nullptr && !m_reopenable) [[unlikely]] g_remote_hooks.release_remote(*this);
   }
 
   /// Live strands. Starts at one for the body. 64-bit so that it can never wrap.
@@ -80,20 +93,15 @@ struct finish_state {
   policy m_policy;
   /// A place-local proxy of a remote finish: its count also goes up from outside (activities
   /// arriving from other places), so a count of one is not final (no fast path), and it has
-  /// no waiter: it reports home each time its count reaches zero, possibly many times.
+  /// no waiter: it reports home each time its count reaches zero, possibly many times (see
+  /// remote_finish_hooks::end_proxy_strand).
   bool m_reopenable = false;
-  /// Reopenable finishes only: ends one strand in place of release_strand's decrement. The
-  /// owner of the finish decrements under its own lock, the one arrivals take to increment
-  /// from zero, so that a count of zero and what it reports are decided in one step (and
-  /// nobody touches the finish after a report that may let it be freed).
-  void (*m_end_reopenable_strand)(finish_state&) noexcept = nullptr;
   /// What the program promised about this finish's remote activities (see finish_pattern).
   finish_pattern m_pattern = finish_pattern::general;
   /// The places layer's state for a finish whose activities went to other places (opaque to
   /// core; null for a finish that never left its place).
+  /// For a home finish, g_remote_hooks.release_remote frees it when the finish is destroyed.
   void* m_remote = nullptr;
-  /// Called when the finish is destroyed if m_remote is set (frees it, tells other places).
-  void (*m_release_remote)(finish_state&) noexcept = nullptr;
   spin_lock m_exceptions_lock; ///< guards m_exceptions
   /// Exceptions gathered; allocated on the first one, so that a finish that does not fail
   /// costs one null pointer.
@@ -107,8 +115,8 @@ struct finish_state {
 
   /// @brief Ends one strand; true if it was the last (the caller then completes the finish).
   bool release_strand() noexcept {
-    if (m_reopenable) { // a proxy: its owner handles a count of zero (it has no waiter)
-      m_end_reopenable_strand(*this);
+    if (m_reopenable) [[unlikely]] { // a proxy: the places layer handles a count of zero
+      g_remote_hooks.end_proxy_strand(*this);
       return false;
     }
     // Fast path: a count of one seen by a strand that is ending means it is the last one.
@@ -126,9 +134,19 @@ struct finish_state {
   /// @brief Records an exception that escaped an activity of this finish. Any thread.
   void add_exception(std::exception_ptr e) noexcept;
   /// @brief Called once, by whoever took the count to zero: what to run next.
-  std::coroutine_handle<> on_complete() noexcept;
+  std::coroutine_handle<> on_complete() noexcept {
+    if (m_waiter != nullptr) [[likely]] return m_waiter->m_self;
+    return complete_root();
+  }
   /// @brief Throws multiple_exceptions if any were gathered (called by the waiter).
-  void rethrow_if_failed();
+  void rethrow_if_failed() {
+    // No lock needed: every activity has ended (their decrements released to our acquire).
+    if (m_exceptions) [[unlikely]] throw_gathered();
+  }
+
+private:
+  std::coroutine_handle<> complete_root() noexcept;
+  [[noreturn]] void throw_gathered();
 };
 
 } // namespace apgas::detail

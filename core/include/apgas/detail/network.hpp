@@ -13,9 +13,11 @@ public:
   virtual bool poll() noexcept = 0;
   /// @brief A worker is about to park: send everything buffered now.
   virtual void flush() noexcept = 0;
-  /// @brief True if something is due soon even without incoming messages (a delayed report):
-  /// the parked watcher then polls again after the shortest wait.
-  virtual bool poll_due_soon() const noexcept { return false; }
+  /// @brief True if this place expects messages soon (the reply of an `at`, the reports of a
+  /// finish whose activities went elsewhere) or has something due without any (a delayed
+  /// report): idle workers then keep polling longer before they park, and the parked watcher
+  /// polls at short intervals.
+  virtual bool expecting_messages() const noexcept { return false; }
 };
 
 } // namespace apgas::detail

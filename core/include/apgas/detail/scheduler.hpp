@@ -43,7 +43,21 @@ public:
   /// @brief Connects the place's message engine: idle workers poll it, and parked workers
   /// wake up now and then to do so (a place with nothing to do still sleeps almost all the
   /// time). pre: called before any activity runs; `net` outlives the workers (stop() first).
-  void set_network(network* net) noexcept { m_network.store(net, std::memory_order_release); }
+  void set_network(network* net) noexcept {
+    // seq_cst, then the epoch bump of notify_all: a worker that parks decides whether to
+    // watch from a load of m_network made after it read the epoch (see worker_main), so it
+    // either sees the network or is woken by the bump.
+    m_network.store(net, std::memory_order_seq_cst);
+    // Workers that parked before there was a network parked without a time limit (nobody had
+    // to watch): wake them, so that one of them becomes the watcher.
+    m_gate.notify_all();
+  }
+
+  /// @brief The connected message engine, or null (a one-place runtime).
+  network* net() const noexcept {
+    // acquire: pairs with set_network's release.
+    return m_network.load(std::memory_order_acquire);
+  }
 
   unsigned worker_count() const noexcept { return static_cast<unsigned>(m_workers.size()); }
   const options& opts() const noexcept { return m_options; }

@@ -89,7 +89,10 @@ public:
   // ---- network (called by idle workers) ----
   bool poll() noexcept override;
   void flush() noexcept override;
-  bool poll_due_soon() const noexcept override { return reports_waiting(); }
+  bool expecting_messages() const noexcept override {
+    // relaxed: a hint for how long an idle worker waits before it parks.
+    return m_awaited.load(std::memory_order_relaxed) > 0 || reports_waiting();
+  }
 
   // ---- used by async_at / at ----
   /// @brief Position of a function in this binary, the same at every place.
@@ -105,6 +108,13 @@ public:
                reply_sink* sink);
   /// @brief Sends the value (or the error text) of an `at` body back.
   void send_reply(reply_address to, bool ok, std::span<const std::byte> payload);
+  /// @brief Writes the head of a reply to `to` into `out` (empty); the value's bytes are then
+  /// appended to it and finish_reply sends it: the value is serialized once, in place.
+  /// @return where the ok flag is (finish_reply sets it).
+  static std::size_t start_reply(std::vector<std::byte>& out, reply_address to);
+  /// @brief Sends a reply begun by start_reply. If !ok, the bytes after the flag are the
+  /// error text.
+  void finish_reply(place_id to, std::vector<std::byte>& out, std::size_t ok_at, bool ok);
   /// @brief Resumes an activity that waited for an external event.
   void resume(promise_base& p) { m_sched.inject(as_independent(&p)); }
 
@@ -117,9 +127,9 @@ public:
   /// @brief Collective: flushes and waits for every place, serving messages meanwhile.
   void barrier();
 
-  /// @brief Frees the distributed state of a home finish (finish_state::m_release_remote).
+  /// @brief Frees the distributed state of a home finish (remote_finish_hooks::release_remote).
   void release_home(finish_state& f) noexcept;
-  /// @brief Ends a strand of a proxy (finish_state::m_end_reopenable_strand): when its part
+  /// @brief Ends a strand of a proxy (remote_finish_hooks::end_proxy_strand): when its part
   /// goes quiet, reports home, at once the first time and after report_delay later on.
   void end_strand(proxy& px) noexcept;
   /// @brief True while some proxy waits to report (the watcher then polls at short intervals).
@@ -181,6 +191,9 @@ private:
   std::deque<std::pair<bool, std::vector<std::byte>>> m_run_ends;
 
   engine_counters m_counters;
+  /// `at` replies and remote parts of home finishes this place waits for (a hint for idle
+  /// workers, see expecting_messages).
+  std::atomic<std::int64_t> m_awaited{0};
 };
 
 } // namespace apgas::detail
