@@ -4,6 +4,7 @@
 #include "apgas/detail/topology.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <chrono>
 
@@ -20,6 +21,8 @@ constexpr std::chrono::nanoseconds k_max_network_park = std::chrono::microsecond
 // then take turns, each round trip costing a park).
 constexpr std::chrono::nanoseconds k_expecting_spin = std::chrono::microseconds(1000);
 constexpr std::chrono::nanoseconds k_expecting_park = std::chrono::microseconds(100);
+// Items a worker moves from the injection queue to its deque at once after a network poll.
+constexpr std::size_t k_injected_batch = 64;
 // Pauses between two rounds of an idle worker's search.
 constexpr int k_spin_pauses = 4;
 } // namespace
@@ -134,18 +137,6 @@ void scheduler::inject(deque_item item) {
   m_gate.notify_one();
 }
 
-deque_item scheduler::take_injected() {
-  // relaxed: a stale zero only delays pick-up until the next round (the injector also wakes
-  // a parked worker, whose re-check takes the lock).
-  if (m_injected_count.load(std::memory_order_relaxed) == 0) return 0;
-  std::lock_guard guard(m_inject_mutex);
-  if (m_injected.empty()) return 0;
-  const deque_item item = m_injected.front();
-  m_injected.pop_front();
-  m_injected_count.fetch_sub(1, std::memory_order_relaxed);
-  return item;
-}
-
 bool scheduler::work_visible() const {
   // seq_cst loads: the re-check half of the Dekker pattern in idle_gate.hpp (a publisher
   // fences between publishing and reading the sleeper and searcher counts).
@@ -155,17 +146,34 @@ bool scheduler::work_visible() const {
   return false;
 }
 
-deque_item scheduler::find_work(worker& self) {
-  if (deque_item item = take_injected()) {
-    ++self.m_counters.injected;
-    return item;
+deque_item scheduler::take_injected_batch(worker& self) {
+  // relaxed: a stale zero only delays pick-up until the next round (the injector also wakes
+  // a parked worker, whose re-check takes the lock).
+  if (m_injected_count.load(std::memory_order_relaxed) == 0) return 0;
+  // Message handlers inject the work they create, often many activities at once (one
+  // coalesced buffer): take a batch under one lock, run one, and make the rest stealable from
+  // our deque (empty here: we are between strands, so independent items may go there).
+  std::array<deque_item, k_injected_batch> batch;
+  std::size_t n = 0;
+  {
+    std::lock_guard guard(m_inject_mutex);
+    while (n < batch.size() && !m_injected.empty()) {
+      batch[n++] = m_injected.front();
+      m_injected.pop_front();
+    }
+    m_injected_count.fetch_sub(n, std::memory_order_relaxed); // relaxed: see inject()
   }
+  if (n == 0) return 0;
+  self.m_counters.injected += n;
+  for (std::size_t i = n - 1; i > 0; --i) self.push(batch[i]);
+  return batch[0];
+}
+
+deque_item scheduler::find_work(worker& self) {
+  if (deque_item item = take_injected_batch(self)) return item;
   // acquire: pairs with set_network's release.
   if (network* net = m_network.load(std::memory_order_acquire); net != nullptr && net->poll()) {
-    if (deque_item item = take_injected()) { // message handlers inject the work they create
-      ++self.m_counters.injected;
-      return item;
-    }
+    if (deque_item item = take_injected_batch(self)) return item;
   }
   const auto n = static_cast<unsigned>(m_workers.size());
   if (n < 2) return 0;

@@ -95,17 +95,34 @@ struct proxy {
 
 /// The distributed state of a finish at its home.
 struct home_link {
+  explicit home_link(place_id places)
+      : touched_words((places + 63) / 64),
+        touched(std::make_unique<std::atomic<std::uint64_t>[]>(touched_words)) {}
   finish_id id;
   home_tally tally;
-  std::mutex touched_mutex; ///< guards touched
-  std::vector<place_id> touched; ///< places that may hold a proxy (told at cleanup)
+  /// Places that may hold a proxy (told at cleanup), a bit each: one atomic operation per
+  /// send instead of a lock and a search (and places / 8 bytes per distributed finish).
+  std::size_t touched_words;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> touched;
   /// @return true if p was not touched before.
   bool touch(place_id p) {
-    std::lock_guard guard(touched_mutex);
-    for (place_id q : touched)
-      if (q == p) return false;
-    touched.push_back(p);
-    return true;
+    std::atomic<std::uint64_t>& word = touched[p / 64];
+    const std::uint64_t bit = std::uint64_t{1} << (p % 64);
+    // relaxed: the bits are read by the cleanup, after the finish ended (all its strands'
+    // writes are acquired through its count); the load skips the RMW for known places.
+    if ((word.load(std::memory_order_relaxed) & bit) != 0) return false;
+    return (word.fetch_or(bit, std::memory_order_relaxed) & bit) == 0;
+  }
+  template <class F>
+  void for_each_touched(F&& f) const {
+    for (std::size_t i = 0; i < touched_words; ++i) {
+      std::uint64_t bits = touched[i].load(std::memory_order_relaxed); // see touch()
+      while (bits != 0) {
+        const int b = __builtin_ctzll(bits);
+        bits &= bits - 1;
+        f(static_cast<place_id>(i * 64 + static_cast<std::size_t>(b)));
+      }
+    }
   }
 };
 
@@ -213,14 +230,17 @@ finish_id place_engine::id_of(const finish_state& f) const {
 
 home_link& place_engine::home_link_of(finish_state& f) {
   // Only a live strand of f calls this, so f cannot end meanwhile; two strands may race to
-  // create the link: the homes mutex decides.
+  // create the link: the homes mutex decides. acquire: pairs with the release below, so a
+  // link seen without the lock is seen whole.
+  if (void* known = std::atomic_ref<void*>(f.m_remote).load(std::memory_order_acquire))
+    return *static_cast<home_link*>(known);
   std::lock_guard guard(m_homes_mutex);
   if (f.m_remote == nullptr) {
-    auto* link = new home_link;
+    auto* link = new home_link(m_places);
     const std::uint64_t pattern_bit = f.m_pattern == finish_pattern::spmd ? k_spmd_serial_bit : 0;
     link->id = finish_id{m_here, m_next_serial++ | pattern_bit};
     m_homes.emplace(link->id.serial, &f);
-    f.m_remote = link;
+    std::atomic_ref<void*>(f.m_remote).store(link, std::memory_order_release);
     m_counters.finishes_distributed.fetch_add(1, std::memory_order_relaxed);
   }
   return *static_cast<home_link*>(f.m_remote);
@@ -236,10 +256,9 @@ void place_engine::record_send(finish_state& f, place_id to) {
     return;
   }
   home_link& link = home_link_of(f);
-  if (is_spmd(link.id) && !link.touch(to))
+  if (!link.touch(to) && is_spmd(link.id))
     throw std::logic_error(fmt::format("apgas: a finish_pattern::spmd finish started a second "
                                        "activity at place {}", to));
-  link.touch(to);
   // The remote part of f is one more strand of f while it is open. relaxed: the caller is a
   // live strand of f, and the message that could close the part is sent after this.
   if (link.tally.on_send(to)) {
@@ -273,8 +292,9 @@ finish_id get_finish_id(byte_reader& r) {
 
 void place_engine::send_async(place_id to, const finish_state& f, async_invoker inv,
                               std::span<const std::byte> args) {
-  std::vector<std::byte> bytes;
-  bytes.reserve(32 + args.size());
+  // The transport copies the message: one buffer per thread, kept, saves a malloc per async.
+  thread_local std::vector<std::byte> bytes;
+  bytes.clear();
   byte_writer w(bytes);
   put(w, static_cast<std::uint8_t>(msg_kind::async));
   put_finish_id(w, id_of(f));
@@ -356,10 +376,18 @@ void place_engine::on_message(place_id from, std::span<const std::byte> bytes) {
 }
 
 proxy& place_engine::arrive(const finish_id& id) {
-  std::lock_guard guard(m_proxies_mutex);
-  auto [it, inserted] = m_proxies.try_emplace(id, nullptr);
-  if (inserted) it->second = new proxy(*this, id);
-  proxy& px = *it->second;
+  proxy* found = nullptr;
+  if (m_last_arrival != nullptr && m_last_arrival_id == id) {
+    found = m_last_arrival; // alive: only on_cleanup (a handler too) frees a general proxy
+  } else {
+    std::lock_guard guard(m_proxies_mutex);
+    auto [it, inserted] = m_proxies.try_emplace(id, nullptr);
+    if (inserted) it->second = new proxy(*this, id);
+    found = it->second;
+    m_last_arrival = found;
+    m_last_arrival_id = id;
+  }
+  proxy& px = *found;
   std::lock_guard count_guard(px.lock);
   // relaxed: the proxy's lock orders it against a strand taking the count to zero; the
   // activity's own decrement comes later on the same causal chain (the inject below).
@@ -593,15 +621,12 @@ void place_engine::send_cleanups(const home_link& link) noexcept {
     byte_writer w(bytes);
     put(w, static_cast<std::uint8_t>(msg_kind::cleanup));
     put_finish_id(w, link.id);
-    for (place_id p : link.touched) {
-      if (p == m_here) {
-        byte_reader r(std::span<const std::byte>(bytes).subspan(1));
-        on_cleanup(r);
-      } else {
-        m_counters.cleanups_sent.fetch_add(1, std::memory_order_relaxed);
-        send_message(p, bytes);
-      }
-    }
+    link.for_each_touched([&](place_id p) {
+      // To this place too, through the transport's loopback: proxies are freed by message
+      // handlers only (see m_last_arrival). Only messages to other places are counted.
+      if (p != m_here) m_counters.cleanups_sent.fetch_add(1, std::memory_order_relaxed);
+      send_message(p, bytes);
+    });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "apgas: place %u: cannot clean up a finish: %s\n", m_here, e.what());
   }
@@ -617,6 +642,7 @@ void place_engine::on_cleanup(byte_reader& r) {
     px = it->second;
     m_proxies.erase(it);
   }
+  if (m_last_arrival == px) m_last_arrival = nullptr; // handler context, like arrive()
   // Every report of px was taken (the home finished), and whoever took the last one no longer
   // touches it; the lock is free unless a deferred-report scan looks at it: wait for that.
   { std::lock_guard wait_for_scan(px->lock); }

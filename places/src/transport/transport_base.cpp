@@ -223,6 +223,10 @@ std::size_t transport_base::poll() {
   return deliver();
 }
 
+namespace {
+constexpr std::size_t k_deliveries_per_poll = 512;
+} // namespace
+
 std::size_t transport_base::deliver() {
   if (!m_handler && (m_has_current || m_pending_head < m_pending.size()))
     throw std::logic_error("apgas transport: poll() before set_handler()");
@@ -230,6 +234,12 @@ std::size_t transport_base::deliver() {
   // Only what is pending now: handlers that reply to loopback cannot keep this poll forever.
   std::size_t budget = m_pending.size() - m_pending_head;
   for (;;) {
+    // At most k_deliveries_per_poll logical messages per poll: the work they create runs
+    // before more arrives (so the activities' frames are recycled by the worker's pool, which
+    // keeps a few thousand, instead of a whole receive batch going through malloc), and the
+    // cursor resumes at the next poll.
+    if (delivered == k_deliveries_per_poll)
+      break;
     if (!m_has_current) {
       if (budget == 0 || m_pending_head == m_pending.size())
         break;

@@ -69,7 +69,7 @@ private:
   void worker_main(unsigned index);
   void run_item(worker& self, deque_item item);
   deque_item find_work(worker& self);
-  deque_item take_injected();
+  deque_item take_injected_batch(worker& self);
   bool work_visible() const;
 
   options m_options;

@@ -170,6 +170,12 @@ private:
 
   mutable std::mutex m_proxies_mutex; ///< guards m_proxies and the proxies' counts at zero
   std::unordered_map<finish_id, proxy*, finish_id_hash> m_proxies;
+  /// The proxy of the last arrival (a stream of activities usually belongs to one finish).
+  /// Message handlers only: the transport runs them one at a time. An SPMD proxy may be
+  /// freed elsewhere while cached, but its one arrival came already: its id never matches
+  /// again, and the pointer is only used when the id matches.
+  proxy* m_last_arrival = nullptr;
+  finish_id m_last_arrival_id;
   mutable std::mutex m_homes_mutex;   ///< guards m_homes and m_next_serial
   std::unordered_map<std::uint64_t, finish_state*> m_homes;
   std::uint64_t m_next_serial = 1;
