@@ -290,16 +290,19 @@ finish_id get_finish_id(byte_reader& r) {
 }
 } // namespace
 
-void place_engine::send_async(place_id to, const finish_state& f, async_invoker inv,
-                              std::span<const std::byte> args) {
+std::vector<std::byte>& place_engine::start_async(const finish_state& f, async_invoker inv) {
   // The transport copies the message: one buffer per thread, kept, saves a malloc per async.
+  // (Nothing between start_async and finish_async sends another async from this thread.)
   thread_local std::vector<std::byte> bytes;
   bytes.clear();
   byte_writer w(bytes);
   put(w, static_cast<std::uint8_t>(msg_kind::async));
   put_finish_id(w, id_of(f));
   put(w, code_offset(reinterpret_cast<const void*>(inv)));
-  bytes.insert(bytes.end(), args.begin(), args.end());
+  return bytes;
+}
+
+void place_engine::finish_async(place_id to, const std::vector<std::byte>& bytes) {
   m_counters.activities_sent.fetch_add(1, std::memory_order_relaxed);
   send_message(to, bytes);
 }

@@ -99,7 +99,11 @@ task<typename remote_result<F, Args...>::type> call_stateless(std::tuple<Args...
 
 template <class F, class... Args>
 task<> async_body(std::tuple<Args...> args) {
-  co_await call_stateless<F, Args...>(args);
+  if constexpr (is_task_v<typename remote_result<F, Args...>::raw>) {
+    co_await std::apply(F{}, args);
+  } else {
+    std::apply(F{}, args); // no second coroutine frame for a plain function
+  }
 }
 
 /// @brief Turns the current exception into the text a remote_exception carries.
@@ -145,10 +149,13 @@ promise_base* make_at_activity(byte_reader& r, reply_address to) {
 }
 
 /// @brief co_await async_at(...): counts and sends the activity; the caller goes on at once.
+/// Keeps copies of the arguments, serialized straight into the message when awaited.
+template <class... Args>
 class async_at_awaiter {
 public:
-  async_at_awaiter(place_id to, async_invoker inv, std::vector<std::byte> args)
-      : m_to(to), m_invoker(inv), m_args(std::move(args)) {}
+  template <class... A>
+  async_at_awaiter(place_id to, async_invoker inv, A&&... args)
+      : m_to(to), m_invoker(inv), m_args(std::forward<A>(args)...) {}
   bool await_ready() const noexcept { return false; }
   template <class P>
   bool await_suspend(std::coroutine_handle<P> caller) {
@@ -156,7 +163,10 @@ public:
     place_engine& e = place_engine::current();
     finish_state& f = *caller.promise().m_finish;
     e.record_send(f, m_to);
-    e.send_async(m_to, f, m_invoker, m_args);
+    std::vector<std::byte>& bytes = e.start_async(f, m_invoker);
+    byte_writer w(bytes);
+    std::apply([&w](const Args&... a) { serialize_all(w, a...); }, m_args);
+    e.finish_async(m_to, bytes);
     return false; // never suspends
   }
   void await_resume() const noexcept {}
@@ -164,7 +174,7 @@ public:
 private:
   place_id m_to;
   async_invoker m_invoker;
-  std::vector<std::byte> m_args;
+  std::tuple<Args...> m_args;
 };
 
 /// @brief co_await at(...): the caller suspends until the value (or the error) comes back.
@@ -234,12 +244,13 @@ std::vector<std::byte> serialize_args(const Args&... args) {
 /// @brief Starts f(args...) as an activity at place p, governed by the caller's finish
 /// (wherever that finish lives). @throws bad_place if p is not a place.
 template <class F, class... Args>
-[[nodiscard]] detail::async_at_awaiter async_at(place_id p, F, Args&&... args) {
+[[nodiscard]] detail::async_at_awaiter<std::decay_t<Args>...> async_at(place_id p, F,
+                                                                        Args&&... args) {
   detail::require_stateless<F>();
   detail::require_serializable_args<Args...>();
   detail::place_engine::current().check_place(p);
-  return {p, &detail::make_async_activity<F, std::decay_t<Args>...>,
-          detail::serialize_args(args...)};
+  return detail::async_at_awaiter<std::decay_t<Args>...>(
+      p, &detail::make_async_activity<F, std::decay_t<Args>...>, std::forward<Args>(args)...);
 }
 
 /// @brief Runs f(args...) at place p and gives its value back; the caller suspends meanwhile

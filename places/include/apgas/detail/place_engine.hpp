@@ -100,9 +100,11 @@ public:
   static const void* code_at(std::int64_t offset) noexcept;
   /// @brief Counts an activity of `f` sent to `to` (before it is sent).
   void record_send(finish_state& f, place_id to);
-  /// @brief Sends an activity of `f` to `to`. pre: record_send was called for it.
-  void send_async(place_id to, const finish_state& f, async_invoker inv,
-                  std::span<const std::byte> args);
+  /// @brief Starts the message of an activity of `f` (a per-thread buffer holding its head):
+  /// the caller appends the serialized arguments, then calls finish_async.
+  std::vector<std::byte>& start_async(const finish_state& f, async_invoker inv);
+  /// @brief Sends an activity message begun by start_async. pre: record_send was called.
+  void finish_async(place_id to, const std::vector<std::byte>& bytes);
   /// @brief Sends the body of an `at` to `to`; its value comes back to `sink`.
   void send_at(place_id to, const finish_state& f, at_invoker inv, std::span<const std::byte> args,
                reply_sink* sink);
