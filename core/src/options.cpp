@@ -84,6 +84,12 @@ const std::span<const knob> knobs() {
          o.flush_us = parse_unsigned(w, v, 1, 10000000);
        },
        [](const options& o) { return std::to_string(o.flush_us); }},
+      {"--report-delay-us", "APGAS_REPORT_DELAY_US", "N",
+       "longest wait of a finish's later reports from a place (first ones leave at once)",
+       [](options& o, std::string_view w, std::string_view v) {
+         o.report_delay_us = parse_unsigned(w, v, 0, 10000000);
+       },
+       [](const options& o) { return std::to_string(o.report_delay_us); }},
       {"--coalesce", "APGAS_COALESCE", "yes|no",
        "gather small messages to one place into one MPI message",
        [](options& o, std::string_view w, std::string_view v) { o.coalesce = parse_bool(w, v); },

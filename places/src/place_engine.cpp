@@ -446,7 +446,7 @@ void place_engine::end_strand(proxy& px) noexcept {
   // the other strands' if we are the last.
   if (px.fs.m_count.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   const auto now = report_clock::now();
-  if (px.reports > 0) {
+  if (px.reports > 0 && m_report_delay_max.count() > 0) {
     // Not the first quiet period: more of this finish's activities are probably on their way
     // (a stream of asyncs arrives one coalesced buffer at a time), so the report waits until
     // the part has been quiet for a while. See report_delay.
@@ -465,7 +465,7 @@ void place_engine::end_strand(proxy& px) noexcept {
 
 report_clock::duration place_engine::report_delay(const proxy& px,
                                                   report_clock::time_point now) const noexcept {
-  // A quarter of the part's age, at most one flush interval: a stream of activities sends
+  // A quarter of the part's age, at most --report-delay-us: a stream of activities sends
   // O(1) reports however long it is, and waiting adds at most a quarter to a short finish's
   // latency.
   return std::min<report_clock::duration>((now - px.created) / 4, m_report_delay_max);

@@ -43,7 +43,7 @@ void runtime::start(const options& opts, int* argc, char*** argv) {
   }
   m_local = std::make_unique<local_runtime>(opts);
   m_engine = std::make_unique<detail::place_engine>(m_local->sched(), std::move(net),
-                                                    std::chrono::microseconds(opts.flush_us));
+                                                    std::chrono::microseconds(opts.report_delay_us));
   m_local->sched().set_network(m_engine.get());
   m_local->set_place_label(m_engine->here(), m_engine->places());
   detail::place_engine::install_dump_signal();

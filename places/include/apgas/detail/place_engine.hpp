@@ -71,7 +71,7 @@ class place_engine final : public network {
 public:
   /// @param report_delay_max longest wait of a proxy's later reports (see report_delay).
   place_engine(scheduler& sched, std::unique_ptr<transport> net,
-               std::chrono::microseconds report_delay_max = std::chrono::microseconds(200));
+               std::chrono::microseconds report_delay_max = std::chrono::microseconds(1000));
   place_engine(const place_engine&) = delete;
   place_engine& operator=(const place_engine&) = delete;
   ~place_engine() override;
