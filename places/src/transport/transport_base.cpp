@@ -98,6 +98,8 @@ void transport_base::flush_to_network() {
 
 void transport_base::drain_locked(coalescer::seal_mode mode) {
   issue_deferred_locked(); // older than anything collect() hands out below
+  if (!m_coalescer.anything_buffered())
+    return; // the common idle poll: no clock read
   const auto now = coalescer::clock::now();
   if (!m_coalescer.collect_pending(mode, now))
     return;
