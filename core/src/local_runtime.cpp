@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <stdexcept>
 
@@ -26,13 +27,52 @@ local_runtime::local_runtime(const options& opts) {
     throw std::logic_error("apgas: a runtime already exists in this process");
   detail::g_default_policy = opts.default_policy; // before any worker starts
   m_sched = std::make_unique<detail::scheduler>(opts);
+  if (opts.progress_ms != 0) m_progress = std::thread([this] { progress_loop(); });
 }
 
 local_runtime::~local_runtime() {
+  stop_progress();
   m_sched->stop();
   if (m_sched->opts().stats) print_stats();
   m_sched.reset();
   g_current.store(nullptr, std::memory_order_release);
+}
+
+void local_runtime::stop_progress() {
+  if (!m_progress.joinable()) return;
+  {
+    std::lock_guard guard(m_progress_mutex);
+    m_progress_stop = true;
+  }
+  m_progress_cv.notify_all();
+  m_progress.join();
+}
+
+void local_runtime::progress_loop() {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  const auto interval = std::chrono::milliseconds(m_sched->opts().progress_ms);
+  auto last_time = start;
+  std::uint64_t last_spawns = 0;
+  std::unique_lock lock(m_progress_mutex);
+  for (;;) {
+    // A timed wait on a condition variable: the destructor ends it at once.
+    if (m_progress_cv.wait_for(lock, interval, [this] { return m_progress_stop; })) return;
+    const auto now = clock::now();
+    const detail::worker_counters c = m_sched->published_totals();
+    const double seconds = std::chrono::duration<double>(now - start).count();
+    const double window = std::chrono::duration<double>(now - last_time).count();
+    const double rate = window > 0 ? static_cast<double>(c.spawns - last_spawns) / window : 0.0;
+    last_time = now;
+    last_spawns = c.spawns;
+    std::string line = fmt::format(
+        "apgas progress: place {} of {}, {:.2f} s: {} spawns ({:.1f} M/s), {} steals, {} parks, "
+        "{} injected",
+        m_place, m_places, seconds, c.spawns, rate / 1e6, c.steals, c.parks, c.injected);
+    if (m_progress_extra) line += "; " + m_progress_extra();
+    line += '\n';
+    std::fputs(line.c_str(), stderr);
+  }
 }
 
 local_runtime* local_runtime::current() noexcept { return g_current.load(std::memory_order_acquire); }

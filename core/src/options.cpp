@@ -72,6 +72,12 @@ const std::span<const knob> knobs() {
          o.spin_us = parse_unsigned(w, v, 0, 1000000);
        },
        [](const options& o) { return std::to_string(o.spin_us); }},
+      {"--progress-ms", "APGAS_PROGRESS_MS", "N",
+       "print a progress line (tasks, steals, messages) to stderr every N ms; 0: never",
+       [](options& o, std::string_view w, std::string_view v) {
+         o.progress_ms = parse_unsigned(w, v, 0, 86400000);
+       },
+       [](const options& o) { return std::to_string(o.progress_ms); }},
       {"--coalesce-bytes", "APGAS_COALESCE_BYTES", "N",
        "coalescing buffer per destination place, in bytes",
        [](options& o, std::string_view w, std::string_view v) {

@@ -71,6 +71,7 @@ std::coroutine_handle<> worker::suspend_for_external() noexcept {
 
 void worker::busy_poll() noexcept {
   m_pushes_until_poll = k_busy_poll_pushes;
+  m_published.publish(m_counters);
   // Message handlers only inject work and update finish state: safe from inside a spawn.
   // poll() try-locks the transport, so a busy worker never waits for another poller.
   if (network* net = m_sched->net(); net != nullptr) (void)net->poll();
@@ -227,6 +228,7 @@ void scheduler::worker_main(unsigned index) {
     }
     network* net = m_network.load(std::memory_order_acquire);
     if (idle_rounds == 0) {
+      self.m_published.publish(self.m_counters);
       // Out of work: what we buffered for other places may be what they (and so we) wait for.
       if (net != nullptr) net->flush();
       spin_start = spin_clock::now();
@@ -285,6 +287,18 @@ void scheduler::run_item(worker& self, deque_item item) {
   while (auto bounced = self.take_bounced()) bounced.resume();
   // Every strand this worker ran ended or suspended with its deque drained.
   assert(self.m_deque.looks_empty());
+}
+
+worker_counters scheduler::published_totals() const {
+  worker_counters total;
+  for (const auto& w : m_workers) {
+    // relaxed: see published_counters.
+    total.spawns += w->m_published.spawns.load(std::memory_order_relaxed);
+    total.steals += w->m_published.steals.load(std::memory_order_relaxed);
+    total.parks += w->m_published.parks.load(std::memory_order_relaxed);
+    total.injected += w->m_published.injected.load(std::memory_order_relaxed);
+  }
+  return total;
 }
 
 std::vector<worker_counters> scheduler::counters() const {

@@ -46,6 +46,17 @@ void runtime::start(const options& opts, int* argc, char*** argv) {
                                                     std::chrono::microseconds(opts.report_delay_us));
   m_local->sched().set_network(m_engine.get());
   m_local->set_place_label(m_engine->here(), m_engine->places());
+  if (m_engine->places() > 1) {
+    m_local->set_progress_extra([engine = m_engine.get()] {
+      const auto& c = engine->counters();
+      const auto t = engine->transport_counters(); // relaxed atomics: safe from any thread
+      return fmt::format("messages out {} ({} MPI), in {}; activities sent {}, finish reports {}",
+                         t.logical_messages_sent, t.mpi_messages_sent,
+                         t.logical_messages_received,
+                         c.activities_sent.load(std::memory_order_relaxed),
+                         c.reports_sent.load(std::memory_order_relaxed));
+    });
+  }
   detail::place_engine::install_dump_signal();
   m_engine->barrier(); // every place is ready before any sends work
 }

@@ -12,8 +12,12 @@
 #include "apgas/options.hpp"
 #include "apgas/task.hpp"
 
+#include <condition_variable>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -52,10 +56,18 @@ public:
   unsigned parked_workers() const noexcept { return m_sched->parked_workers(); }
   /// @brief The options in force (threads resolved).
   const options& opts() const noexcept { return m_sched->opts(); }
-  /// @brief Names this place in the statistics table (set by the places layer).
+  /// @brief Names this place in the statistics table and progress lines (set by the places
+  /// layer).
   void set_place_label(unsigned here, unsigned places) noexcept {
+    std::lock_guard guard(m_progress_mutex);
     m_place = here;
     m_places = places;
+  }
+  /// @brief Adds `extra()` to every progress line (the places layer's message counts). It
+  /// runs on the progress thread: it must only read thread-safe figures.
+  void set_progress_extra(std::function<std::string()> extra) {
+    std::lock_guard guard(m_progress_mutex);
+    m_progress_extra = std::move(extra);
   }
   /// @brief The scheduler of this place (for the places layer).
   detail::scheduler& sched() noexcept { return *m_sched; }
@@ -79,10 +91,18 @@ private:
     }
   }
   void print_stats() const;
+  void progress_loop();
+  void stop_progress();
 
   std::unique_ptr<detail::scheduler> m_sched;
+  // Progress lines (options::progress_ms): a thread that prints while the runtime lives.
+  mutable std::mutex m_progress_mutex; ///< guards the fields below
+  std::condition_variable m_progress_cv;
+  bool m_progress_stop = false;
+  std::function<std::string()> m_progress_extra;
   unsigned m_place = 0;
   unsigned m_places = 1;
+  std::thread m_progress; ///< last: started after everything it reads
 };
 
 } // namespace apgas

@@ -32,6 +32,7 @@ struct options {
   bool stats = false;                  ///< print per-worker counters at exit
   bool pin_workers = true;             ///< bind worker i to the i-th PU of the cpuset
   unsigned spin_us = 50;               ///< how long an idle worker looks for work before parking
+  unsigned progress_ms = 0;            ///< print a progress line every N ms to stderr (0: never)
   // Places (used by the places layer; a one-place run ignores them):
   std::size_t coalesce_bytes = 64 * 1024; ///< coalescing buffer per destination place
   unsigned flush_us = 200;                ///< a buffered message leaves after at most this long

@@ -64,6 +64,9 @@ public:
   unsigned parked_workers() const noexcept { return m_gate.sleepers(); }
   /// @brief Each worker's counters. pre: stop() was called (they are read without locks).
   std::vector<worker_counters> counters() const;
+  /// @brief The workers' published counters, summed (any thread, while they run; a little
+  /// behind the truth). steal_attempts is not published.
+  worker_counters published_totals() const;
 
 private:
   void worker_main(unsigned index);

@@ -8,6 +8,7 @@
 #include "apgas/detail/idle_gate.hpp"
 #include "apgas/detail/spin_lock.hpp"
 
+#include <atomic>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
@@ -17,14 +18,30 @@ namespace apgas::detail {
 
 class scheduler;
 
-/// @brief Per-worker event counters. Written only by the owning worker; read after it stopped
-/// (or racily, as a progress hint, through relaxed loads of the copies the owner publishes).
+/// @brief Per-worker event counters. Written only by the owning worker; read after it stopped,
+/// or while it runs through the copies it publishes now and then (published_counters).
 struct worker_counters {
   std::uint64_t spawns = 0;         ///< asyncs started
   std::uint64_t steal_attempts = 0; ///< victims probed
   std::uint64_t steals = 0;         ///< items taken from another worker
   std::uint64_t parks = 0;          ///< times the worker went to sleep
   std::uint64_t injected = 0;       ///< items taken from the place's injection queue
+};
+
+/// @brief Copies of a worker's counters that other threads may read while it runs (progress
+/// lines). The owner stores them every 1024 pushes and when it runs out of work: the hot path
+/// stays free of atomics. relaxed everywhere: figures for people, nothing is ordered by them.
+struct published_counters {
+  std::atomic<std::uint64_t> spawns{0};
+  std::atomic<std::uint64_t> steals{0};
+  std::atomic<std::uint64_t> parks{0};
+  std::atomic<std::uint64_t> injected{0};
+  void publish(const worker_counters& c) noexcept {
+    spawns.store(c.spawns, std::memory_order_relaxed);
+    steals.store(c.steals, std::memory_order_relaxed);
+    parks.store(c.parks, std::memory_order_relaxed);
+    injected.store(c.injected, std::memory_order_relaxed);
+  }
 };
 
 /// @brief A worker: one thread, one deque.
@@ -92,6 +109,7 @@ public:
   ws_deque m_deque;             ///< owner pushes/pops, thieves steal
   spin_lock m_steal_lock;       ///< held by a thief from its take until the take is counted
   worker_counters m_counters;   ///< owner writes
+  published_counters m_published; ///< owner stores copies of m_counters; anyone reads
   frame_pool m_frames;          ///< owner only: coroutine frames freed on this worker
 
 private:
