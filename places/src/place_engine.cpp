@@ -342,15 +342,9 @@ void place_engine::finish_reply(place_id to, std::vector<std::byte>& out, std::s
 
 void place_engine::send_reply(reply_address to, bool ok, std::span<const std::byte> payload) {
   std::vector<std::byte> bytes;
-  bytes.reserve(16 + payload.size());
-  byte_writer w(bytes);
-  put(w, static_cast<std::uint8_t>(msg_kind::reply));
-  put(w, to.token);
-  put(w, static_cast<std::uint8_t>(ok ? 1 : 0));
+  const std::size_t ok_at = start_reply(bytes, to);
   bytes.insert(bytes.end(), payload.begin(), payload.end());
-  m_counters.replies_sent.fetch_add(1, std::memory_order_relaxed);
-  send_message(to.place, bytes);
-  m_net->flush(); // the caller is suspended until this arrives
+  finish_reply(to.place, bytes, ok_at, ok);
 }
 
 // ---- receiving -------------------------------------------------------------------------------
@@ -453,14 +447,18 @@ void place_engine::end_strand(proxy& px) noexcept {
     px.quiet_since = now;
     if (!px.deferred) {
       px.deferred = true;
-      std::lock_guard list_guard(m_deferred_mutex);
-      m_deferred.push_back(deferred_report{px.id, now + report_delay(px, now)});
-      // release: poll() reads the count without the lock to skip the list when it is empty.
-      m_deferred_count.store(m_deferred.size(), std::memory_order_release);
+      defer_report(px.id, now + report_delay(px, now));
     }
     return;
   }
   take_and_send_report(px, std::move(guard));
+}
+
+void place_engine::defer_report(const finish_id& id, report_clock::time_point due) {
+  std::lock_guard list_guard(m_deferred_mutex);
+  m_deferred.push_back(deferred_report{id, due});
+  // release: poll() reads the count without the lock to skip the list when it is empty.
+  m_deferred_count.store(m_deferred.size(), std::memory_order_release);
 }
 
 report_clock::duration place_engine::report_delay(const proxy& px,
@@ -501,9 +499,7 @@ void place_engine::send_due_reports() noexcept {
     }
     const auto due = px.quiet_since + report_delay(px, px.quiet_since);
     if (now < due) { // it woke up and went quiet again meanwhile: wait from then on
-      std::lock_guard list_guard(m_deferred_mutex);
-      m_deferred.push_back(deferred_report{px.id, due});
-      m_deferred_count.store(m_deferred.size(), std::memory_order_release);
+      defer_report(px.id, due);
       continue;
     }
     take_and_send_report(px, std::move(guard));

@@ -162,6 +162,8 @@ private:
   using report_clock = std::chrono::steady_clock;
   report_clock::duration report_delay(const proxy& px, report_clock::time_point now) const noexcept;
   void send_due_reports() noexcept;
+  /// @brief Puts a proxy's report on the deferred list (pre: its lock is held, deferred set).
+  void defer_report(const finish_id& id, report_clock::time_point due);
   void take_and_send_report(proxy& px, std::unique_lock<spin_lock> guard) noexcept;
   void send_message(place_id to, std::span<const std::byte> bytes);
 
