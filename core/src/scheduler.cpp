@@ -278,7 +278,7 @@ void scheduler::worker_main(unsigned index) {
   }
   if (watcher) m_watcher_taken.store(false, std::memory_order_release);
   m_gate.end_search();
-  t_frame_pool = nullptr;
+  t_frame_pool = &g_passthrough_frame_pool;
   t_worker = nullptr;
 }
 

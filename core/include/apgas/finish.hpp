@@ -110,7 +110,7 @@ public:
   finish_all_awaiter(const finish_all_awaiter&) = delete;
   finish_all_awaiter& operator=(const finish_all_awaiter&) = delete;
   ~finish_all_awaiter() { // only if never awaited: the frames were not handed over
-    if (!m_started)
+    if (m_state.m_waiter == nullptr)
       for (promise_base* p : m_promises) p->m_self.destroy();
   }
 
@@ -120,8 +120,7 @@ public:
   template <class P>
   [[gnu::always_inline]] std::coroutine_handle<> await_suspend(std::coroutine_handle<P> waiter) {
     require_apgas_caller<P>();
-    m_started = true;
-    m_state.m_waiter = &waiter.promise();
+    m_state.m_waiter = &waiter.promise(); // also marks the tasks as handed over
     worker& w = *t_worker;
     w.m_counters.spawns += k_count - 1;
     for (promise_base* p : m_promises) {
@@ -174,7 +173,6 @@ private:
   finish_state m_state;
   std::tuple<result_slot<T>...> m_slots;
   std::array<promise_base*, k_count> m_promises;
-  bool m_started = false;
 };
 
 } // namespace detail

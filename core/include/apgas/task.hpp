@@ -33,13 +33,28 @@ constexpr void require_apgas_caller() {
                 "coroutine (the awaiting coroutine must return apgas::task<...>)");
 }
 
+/// @brief The end of every apgas frame.
+///
+/// A strand (an activity) that ends in one of the two common ways, joining its parent
+/// implicitly or ending the last strand of its finish, decides what its worker runs next in
+/// await_ready and does not suspend: the frame is then destroyed by the coroutine itself, and
+/// the worker loop resumes that next frame (see worker::set_next). Why: with GCC, destroy()
+/// re-enters the whole coroutine function (prologue, dispatch, epilogue), about a tenth of the
+/// cost of a fine-grained task. Every other ending (a call returning to its caller, a strand
+/// whose parent was stolen) suspends here and hands over by symmetric transfer.
 struct final_awaiter {
-  bool await_ready() const noexcept { return false; }
+  promise_base& m_promise;
+  deque_item m_popped = k_not_popped; ///< what await_ready popped, for await_suspend
+
+  bool await_ready() noexcept {
+    if (m_promise.m_role == promise_base::role::call) return false;
+    return end_strand_inline(m_promise, m_popped);
+  }
   template <class P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
     promise_base& p = h.promise();
-    if (p.m_role == promise_base::role::call) return t_worker->transfer(p.m_caller);
-    return finish_strand(p);
+    if (p.m_role == promise_base::role::call) return t_worker->transfer(std::coroutine_handle<>::from_address(p.m_caller));
+    return finish_strand(p, m_popped);
   }
   void await_resume() const noexcept {}
 };
@@ -58,7 +73,7 @@ struct call_awaiter {
     auto& p = m_callee.promise();
     p.m_finish = caller.promise().m_finish;
     p.m_role = promise_base::role::call;
-    p.m_caller = caller;
+    p.m_caller = caller.address();
     return t_worker->transfer(m_callee);
   }
   T await_resume() { return m_callee.promise().take_value(); }
@@ -70,7 +85,7 @@ struct promise_common : promise_base {
   static void operator delete(void* p, std::size_t bytes) noexcept { deallocate_frame(p, bytes); }
 
   std::suspend_always initial_suspend() const noexcept { return {}; }
-  final_awaiter final_suspend() const noexcept { return {}; }
+  final_awaiter final_suspend() noexcept { return {*this}; }
   void unhandled_exception() noexcept {
     if (m_role == role::strand) m_finish->add_exception(std::current_exception());
     else m_exception = std::current_exception();

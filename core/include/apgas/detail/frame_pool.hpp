@@ -26,6 +26,13 @@ public:
   static constexpr std::uint32_t k_max_cached = 4096; // per class and thread
 
   frame_pool() = default;
+  /// @brief A pool that caches nothing: every allocation goes to operator new and every free
+  /// to operator delete (its lists stay empty and its counts stay at the cap). It is never
+  /// written to, so every thread that is not a worker can share one (see t_frame_pool).
+  struct passthrough_t {};
+  explicit constexpr frame_pool(passthrough_t) noexcept {
+    for (std::uint32_t& count : m_counts) count = k_max_cached;
+  }
   frame_pool(const frame_pool&) = delete;
   frame_pool& operator=(const frame_pool&) = delete;
   ~frame_pool();
@@ -72,28 +79,25 @@ private:
   std::uint32_t m_counts[k_classes] = {};
 };
 
-/// @brief The pool of the worker running on this thread; null on other threads, which use
-/// plain operator new/delete. A pointer with constant initialisation: no TLS guard on access.
-inline thread_local constinit frame_pool* t_frame_pool = nullptr;
+/// @brief The pool shared (read only) by threads that are not workers.
+inline constinit frame_pool g_passthrough_frame_pool{frame_pool::passthrough_t{}};
+
+/// @brief The pool of the worker running on this thread, or the passthrough pool on other
+/// threads. Never null, so that a frame allocation costs no test of it; a pointer with
+/// constant initialisation, so that an access costs no TLS guard.
+///
+/// A frame allocated off a worker takes its whole size class from operator new: it may be
+/// freed on a worker, whose pool will hand the block out again for any frame of that class.
+inline thread_local constinit frame_pool* t_frame_pool = &g_passthrough_frame_pool;
 
 inline void* allocate_frame(std::size_t bytes) {
-  if constexpr (k_frame_pool_enabled) {
-    if (frame_pool* pool = t_frame_pool) return pool->allocate(bytes);
-    // Off a worker: still allocate the whole size class, because the frame may be freed on a
-    // worker, whose pool will hand the block out again for any frame of that class.
-    return ::operator new(frame_pool::block_size(bytes));
-  }
+  if constexpr (k_frame_pool_enabled) return t_frame_pool->allocate(bytes);
   return ::operator new(bytes);
 }
 
 inline void deallocate_frame(void* p, std::size_t bytes) noexcept {
-  if constexpr (k_frame_pool_enabled) {
-    if (frame_pool* pool = t_frame_pool) {
-      pool->deallocate(p, bytes);
-      return;
-    }
-  }
-  ::operator delete(p);
+  if constexpr (k_frame_pool_enabled) t_frame_pool->deallocate(p, bytes);
+  else ::operator delete(p);
 }
 
 } // namespace apgas::detail

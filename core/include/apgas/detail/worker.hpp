@@ -99,6 +99,9 @@ public:
     m_bounced = next;
     return std::noop_coroutine();
   }
+  /// @brief Owner only: what to resume after the current resume() returns (a frame that ended
+  /// without suspending names its successor this way, see end_strand_inline).
+  void set_next(std::coroutine_handle<> next) noexcept { m_bounced = next; }
   /// @brief Owner only: the frame to resume after the current resume() returns, if any.
   std::coroutine_handle<> take_bounced() noexcept { return std::exchange(m_bounced, nullptr); }
   /// @brief Owner only: records the stack depth of the worker loop (see transfer()).
@@ -152,23 +155,50 @@ inline std::coroutine_handle<> spawn(promise_base& parent, promise_base& child) 
   return w.transfer(parent.m_self); // resuming ourselves nests too when not a tail call
 }
 
-/// @brief The end of an activity's frame (role::strand). Destroys the frame, then either joins
-/// the parent implicitly (its continuation is still at the bottom of our deque) or ends the
-/// strand. Returns what this worker runs next.
-inline std::coroutine_handle<> finish_strand(promise_base& p) noexcept {
+/// @brief "Nothing popped yet" for the two halves of a strand's end below (never a deque item:
+/// items are aligned pointers).
+inline constexpr deque_item k_not_popped = ~deque_item{0};
+
+/// @brief The end of an activity's frame (role::strand), first half, run before the frame is
+/// destroyed: handles the two common endings without publishing anything to other threads.
+///  - The strand joins its parent implicitly: the parent's continuation is still at the
+///    bottom of our deque.
+///  - The strand has no parent continuation (a finish body, a help-first child, the last task
+///    of a finish_all) and is the last of its finish, which has a waiter: the deque is left
+///    alone, so that the waiter can still join its own parent implicitly when it ends (see
+///    release_strand for why a count of one seen here is final).
+/// Then it sets what the worker runs next and returns true: the frame is destroyed when the
+/// caller returns, before that next frame runs. Otherwise returns false, with what it popped
+/// (or k_not_popped) in `popped`, for finish_strand.
+inline bool end_strand_inline(promise_base& p, deque_item& popped) noexcept {
   finish_state* f = p.m_finish;
   promise_base* parent = p.m_parent;
   worker& w = *t_worker;
+  if (parent == nullptr && f->is_last_strand()) {
+    // A root finish (no waiter) completes after the frame is gone: its waiter is another
+    // thread, which may tear everything down as soon as it sees the completion.
+    if (f->m_waiter == nullptr) return false;
+    w.set_next(f->m_waiter->m_self);
+    return true;
+  }
+  popped = w.m_deque.pop();
+  if (parent != nullptr && popped == as_continuation(parent)) {
+    w.set_next(parent->m_self);
+    return true;
+  }
+  return false;
+}
+
+/// @brief The end of an activity's frame, second half, when end_strand_inline returned false:
+/// destroys the frame, then completes a root finish or ends the strand (which may publish the
+/// end to other threads, so the frame must be gone first). Returns what this worker runs next.
+inline std::coroutine_handle<> finish_strand(promise_base& p, deque_item popped) noexcept {
+  finish_state* f = p.m_finish;
+  const bool was_work_first_child = p.m_parent != nullptr;
+  worker& w = *t_worker;
   p.m_self.destroy();
-  // A strand with no parent continuation (a finish body, a help-first child) that is the
-  // last of its finish completes it at once: the deque is left alone, so that the waiter can
-  // still join its own parent implicitly when it ends (see release_strand for why a count of
-  // one seen here is final).
-  if (parent == nullptr && f->is_last_strand())
-    return w.transfer(f->on_complete());
-  const deque_item next = w.m_deque.pop();
-  if (parent != nullptr && next == as_continuation(parent)) return w.transfer(parent->m_self);
-  return w.transfer(w.end_strand(f, next, parent != nullptr));
+  if (popped == k_not_popped) return w.transfer(f->on_complete()); // the last strand of a root finish
+  return w.transfer(w.end_strand(f, popped, was_work_first_child));
 }
 
 } // namespace apgas::detail
