@@ -290,14 +290,26 @@ finish_id get_finish_id(byte_reader& r) {
 }
 } // namespace
 
-std::vector<std::byte>& place_engine::start_async(const finish_state& f, async_invoker inv) {
-  // The transport copies the message: one buffer per thread, kept, saves a malloc per async.
-  // (Nothing between start_async and finish_async sends another async from this thread.)
+namespace {
+/// The message being built by this thread (start_async/start_at to finish_async/finish_at),
+/// kept between messages: saves a malloc per remote activity. The transport copies it.
+std::vector<std::byte>& message_buffer() noexcept {
   thread_local std::vector<std::byte> bytes;
   bytes.clear();
+  return bytes;
+}
+} // namespace
+
+finish_id place_engine::send_id_of(finish_state& f) {
+  if (f.m_reopenable) return static_cast<const proxy*>(f.m_remote)->id;
+  return home_link_of(f).id; // created if this is the finish's first remote activity
+}
+
+std::vector<std::byte>& place_engine::start_async(finish_state& f, async_invoker inv) {
+  std::vector<std::byte>& bytes = message_buffer();
   byte_writer w(bytes);
   put(w, static_cast<std::uint8_t>(msg_kind::async));
-  put_finish_id(w, id_of(f));
+  put_finish_id(w, send_id_of(f));
   put(w, code_offset(reinterpret_cast<const void*>(inv)));
   return bytes;
 }
@@ -307,20 +319,27 @@ void place_engine::finish_async(place_id to, const std::vector<std::byte>& bytes
   send_message(to, bytes);
 }
 
-void place_engine::send_at(place_id to, const finish_state& f, at_invoker inv,
-                           std::span<const std::byte> args, reply_sink* sink) {
-  std::vector<std::byte> bytes;
-  bytes.reserve(40 + args.size());
+std::vector<std::byte>& place_engine::start_at(finish_state& f, at_invoker inv,
+                                               reply_sink* sink) {
+  std::vector<std::byte>& bytes = message_buffer();
   byte_writer w(bytes);
   put(w, static_cast<std::uint8_t>(msg_kind::at));
-  put_finish_id(w, id_of(f));
+  put_finish_id(w, send_id_of(f));
   put(w, code_offset(reinterpret_cast<const void*>(inv)));
   put(w, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(sink)));
-  bytes.insert(bytes.end(), args.begin(), args.end());
+  return bytes;
+}
+
+void place_engine::finish_at(place_id to, const std::vector<std::byte>& bytes) {
   m_counters.activities_sent.fetch_add(1, std::memory_order_relaxed);
   m_awaited.fetch_add(1, std::memory_order_relaxed); // relaxed: a hint, undone by the reply
-  send_message(to, bytes);
-  m_net->flush(); // somebody waits for the answer: latency matters more than coalescing
+  m_net->send_now(to, bytes); // somebody waits for the answer: latency before coalescing
+}
+
+std::vector<std::byte>& place_engine::reply_buffer() noexcept {
+  thread_local std::vector<std::byte> out;
+  out.clear();
+  return out;
 }
 
 std::size_t place_engine::start_reply(std::vector<std::byte>& out, reply_address to) {
@@ -336,8 +355,7 @@ void place_engine::finish_reply(place_id to, std::vector<std::byte>& out, std::s
                                 bool ok) {
   out.at(ok_at) = static_cast<std::byte>(ok ? 1 : 0);
   m_counters.replies_sent.fetch_add(1, std::memory_order_relaxed);
-  send_message(to, out);
-  m_net->flush(); // the caller is suspended until this arrives
+  m_net->send_now(to, out); // the caller is suspended until this arrives
 }
 
 void place_engine::send_reply(reply_address to, bool ok, std::span<const std::byte> payload) {
@@ -429,7 +447,7 @@ void place_engine::on_reply(byte_reader& r) {
   const bool ok = deserialize<std::uint8_t>(r) != 0;
   auto* sink = reinterpret_cast<reply_sink*>(static_cast<std::uintptr_t>(token));
   m_awaited.fetch_sub(1, std::memory_order_relaxed); // relaxed: a hint
-  sink->on_reply(ok, rest_of(r));
+  sink->on_reply(ok, r.read_span(r.remaining())); // read in place: no copy of the value
 }
 
 // ---- the finish protocol ---------------------------------------------------------------------

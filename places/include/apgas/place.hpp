@@ -86,46 +86,64 @@ struct remote_result {
   using type = typename unwrap<raw>::type;
 };
 
-/// @brief Calls F{} with the arguments, awaiting it if it returns a task.
+/// @brief Calls F{} on an activity's own copies of its arguments: as rvalues when F accepts
+/// them (a by-value parameter then takes the copy over instead of copying it again), else as
+/// lvalues (parameters taken by reference).
 template <class F, class... Args>
-task<typename remote_result<F, Args...>::type> call_stateless(std::tuple<Args...>& args) {
+decltype(auto) apply_owned(std::tuple<Args...>& args) {
   F f{};
-  if constexpr (is_task_v<typename remote_result<F, Args...>::raw>) {
-    co_return co_await std::apply(f, args);
-  } else {
-    co_return std::apply(f, args);
-  }
+  if constexpr (std::is_invocable_v<F&, Args&&...> &&
+                std::is_same_v<std::invoke_result_t<F&, Args&&...>,
+                               typename remote_result<F, Args...>::raw>)
+    return std::apply(f, std::move(args));
+  else
+    return std::apply(f, args);
 }
 
 template <class F, class... Args>
 task<> async_body(std::tuple<Args...> args) {
   if constexpr (is_task_v<typename remote_result<F, Args...>::raw>) {
-    co_await std::apply(F{}, args);
+    co_await apply_owned<F>(args);
   } else {
-    std::apply(F{}, args); // no second coroutine frame for a plain function
+    apply_owned<F>(args); // no second coroutine frame for a plain function
   }
 }
 
 /// @brief Turns the current exception into the text a remote_exception carries.
 std::string describe_current_exception();
 
+/// @brief The activity of an `at` at the place it runs: computes f(args...), then sends the
+/// value (or the error) back. One coroutine frame for a plain function (a coroutine function
+/// is awaited inside it); the reply is written into a per-thread buffer, taken only after the
+/// value is computed (nothing suspends between taking it and sending).
 template <class F, class... Args>
 task<> at_body(std::tuple<Args...> args, reply_address to) {
   using R = typename remote_result<F, Args...>::type;
-  std::vector<std::byte> out; // the reply message: its head, then the value (one copy)
+  constexpr bool is_coroutine = is_task_v<typename remote_result<F, Args...>::raw>;
+  std::conditional_t<std::is_void_v<R>, bool, std::optional<R>> value{};
+  std::exception_ptr error;
+  try {
+    if constexpr (std::is_void_v<R>) {
+      if constexpr (is_coroutine) co_await apply_owned<F>(args);
+      else apply_owned<F>(args);
+    } else {
+      if constexpr (is_coroutine) value.emplace(co_await apply_owned<F>(args));
+      else value.emplace(apply_owned<F>(args));
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  std::vector<std::byte>& out = place_engine::reply_buffer();
   std::size_t ok_at = 0;
   bool ok = true;
   try {
-    if constexpr (std::is_void_v<R>) {
-      co_await call_stateless<F, Args...>(args);
-      ok_at = place_engine::start_reply(out, to);
-    } else {
-      R value = co_await call_stateless<F, Args...>(args);
-      ok_at = place_engine::start_reply(out, to);
+    if (error) std::rethrow_exception(error);
+    ok_at = place_engine::start_reply(out, to);
+    if constexpr (!std::is_void_v<R>) {
       byte_writer w(out);
-      serialize(w, value);
+      serialize(w, *value);
     }
-  } catch (...) {
+  } catch (...) { // f threw, or its value did not serialize
     ok = false;
     out.clear();
     ok_at = place_engine::start_reply(out, to);
@@ -149,7 +167,9 @@ promise_base* make_at_activity(byte_reader& r, reply_address to) {
 }
 
 /// @brief co_await async_at(...): counts and sends the activity; the caller goes on at once.
-/// Keeps copies of the arguments, serialized straight into the message when awaited.
+/// Keeps copies of the arguments, serialized straight into the message when awaited. The
+/// arguments are serialized before anything is counted: if that throws, the exception comes
+/// out of the co_await and the finish does not wait for an activity that was never sent.
 template <class... Args>
 class async_at_awaiter {
 public:
@@ -162,10 +182,10 @@ public:
     require_apgas_caller<P>();
     place_engine& e = place_engine::current();
     finish_state& f = *caller.promise().m_finish;
-    e.record_send(f, m_to);
     std::vector<std::byte>& bytes = e.start_async(f, m_invoker);
     byte_writer w(bytes);
     std::apply([&w](const Args&... a) { serialize_all(w, a...); }, m_args);
+    e.record_send(f, m_to);
     e.finish_async(m_to, bytes);
     return false; // never suspends
   }
@@ -178,11 +198,14 @@ private:
 };
 
 /// @brief co_await at(...): the caller suspends until the value (or the error) comes back.
-template <class R>
+/// Keeps copies of the arguments, serialized straight into the message (before anything is
+/// counted or suspended: an argument that fails to serialize throws out of the co_await).
+template <class R, class... Args>
 class at_awaiter final : public reply_sink {
 public:
-  at_awaiter(place_id to, at_invoker inv, std::vector<std::byte> args)
-      : m_to(to), m_invoker(inv), m_args(std::move(args)) {}
+  template <class... A>
+  at_awaiter(place_id to, at_invoker inv, A&&... args)
+      : m_to(to), m_invoker(inv), m_args(std::forward<A>(args)...) {}
   at_awaiter(const at_awaiter&) = delete;
   at_awaiter& operator=(const at_awaiter&) = delete;
 
@@ -193,10 +216,13 @@ public:
     place_engine& e = place_engine::current();
     m_caller = &caller.promise();
     finish_state& f = *m_caller->m_finish;
+    std::vector<std::byte>& bytes = e.start_at(f, m_invoker, this);
+    byte_writer w(bytes);
+    std::apply([&w](const Args&... a) { serialize_all(w, a...); }, m_args);
+    e.record_send(f, m_to);
     // Count what this worker leaves behind before the reply can resume us elsewhere.
     const std::coroutine_handle<> next = t_worker->suspend_for_external();
-    e.record_send(f, m_to);
-    e.send_at(m_to, f, m_invoker, m_args, this); // from here on, `this` may be resumed
+    e.finish_at(m_to, bytes); // from here on, `this` may be resumed
     return next;
   }
   R await_resume() {
@@ -223,21 +249,13 @@ public:
 private:
   place_id m_to;
   at_invoker m_invoker;
-  std::vector<std::byte> m_args;
+  std::tuple<Args...> m_args;
   promise_base* m_caller = nullptr;
   bool m_ok = false;
   std::string m_error_text;                ///< !m_ok: what the remote exception said
   std::exception_ptr m_local_error;        ///< the value did not deserialize here
   std::conditional_t<std::is_void_v<R>, bool, std::optional<R>> m_value{}; ///< unused for void
 };
-
-template <class... Args>
-std::vector<std::byte> serialize_args(const Args&... args) {
-  std::vector<std::byte> bytes;
-  byte_writer w(bytes);
-  serialize_all(w, args...);
-  return bytes;
-}
 
 } // namespace detail
 
@@ -264,8 +282,8 @@ template <class F, class... Args>
   static_assert(std::is_void_v<R> || serializable<R>,
                 "apgas: the value returned by the function given to at() must be serializable");
   detail::place_engine::current().check_place(p);
-  return detail::at_awaiter<R>(p, &detail::make_at_activity<F, std::decay_t<Args>...>,
-                               detail::serialize_args(args...));
+  return detail::at_awaiter<R, std::decay_t<Args>...>(
+      p, &detail::make_at_activity<F, std::decay_t<Args>...>, std::forward<Args>(args)...);
 }
 
 } // namespace apgas

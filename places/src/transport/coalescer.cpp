@@ -139,6 +139,28 @@ bool coalescer::append(place_id to, std::span<const std::byte> message) {
   return sealed;
 }
 
+std::optional<sealed_buffer> coalescer::take_alone(place_id to,
+                                                  std::span<const std::byte> message) {
+  if (message.size() > k_max_message_bytes)
+    throw std::length_error("apgas transport: message of " + std::to_string(message.size()) +
+                            " bytes exceeds the limit of " + std::to_string(k_max_message_bytes));
+  const std::size_t frame_bytes = k_frame_header + message.size();
+  slot& s = m_slots[to];
+  std::lock_guard lock(s.lock);
+  if (!s.current.empty() || !s.ready.empty())
+    return std::nullopt;
+  sealed_buffer alone{byte_buffer{}, 1};
+  if (!s.pool.empty()) {
+    alone.bytes = std::move(s.pool.back());
+    s.pool.pop_back();
+  }
+  append_frame(alone.bytes, message);
+  // relaxed: as in append().
+  s.outstanding.fetch_add(frame_bytes, std::memory_order_relaxed);
+  s.appended.store(s.appended.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  return alone;
+}
+
 bool coalescer::seal(place_id to) {
   slot& s = m_slots[to];
   std::lock_guard lock(s.lock);

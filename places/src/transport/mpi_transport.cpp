@@ -13,6 +13,7 @@
 #include "apgas/detail/transport_mpi.hpp"
 
 #include "transport_base.hpp"
+
 #include <mpi.h>
 
 #include <algorithm>
@@ -33,7 +34,7 @@ namespace {
 
 constexpr int k_tag = 1; // any value: the communicator is ours alone
 /// Network messages received per poll at most, so that a flood does not starve delivery.
-constexpr int k_max_receives_per_poll = 64;
+constexpr int k_max_receives_per_poll = 1;
 /// Receive buffers kept for reuse.
 constexpr std::size_t k_receive_pool = 16;
 /// How long a transport being destroyed waits for its sends to complete.

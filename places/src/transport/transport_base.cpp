@@ -35,6 +35,35 @@ void transport_base::send(place_id to, std::span<const std::byte> message) {
     wait_for_room(to);
 }
 
+void transport_base::send_now(place_id to, std::span<const std::byte> message) {
+  if (to >= m_places)
+    throw std::out_of_range("apgas transport: send to place " + std::to_string(to) + " of " +
+                            std::to_string(m_places));
+  bool sent = false;
+  if (to != m_here) {
+    // Under the network lock, so that nothing appended to `to` after this message can be
+    // collected and handed to the network before it (collect runs under this lock too), and
+    // behind any buffer waiting for room (per-destination order).
+    std::lock_guard net(m_net_lock);
+    // relaxed: see m_in_flight (increments are made under the lock we hold).
+    if (!has_deferred_locked() &&
+        m_in_flight.load(std::memory_order_relaxed) < m_options.max_outstanding_sends) {
+      if (std::optional<sealed_buffer> alone = m_coalescer.take_alone(to, message)) {
+        // Its completion is left to the next poll: testing sends now would cost a round of
+        // MPI progress on the latency path, and a small send completes at once anyway.
+        issue_locked(outgoing_buffer{to, std::move(*alone)});
+        sent = true;
+      }
+    }
+  }
+  if (!sent) {
+    send(to, message);
+    flush();
+  }
+  if (over_limits(to))
+    wait_for_room(to);
+}
+
 bool transport_base::over_limits(place_id to) const noexcept {
   if (m_coalescer.outstanding(to) > m_options.max_outstanding_bytes)
     return true;

@@ -35,6 +35,7 @@ public:
   place_id here() const noexcept override { return m_here; }
   place_id places() const noexcept override { return m_places; }
   void send(place_id to, std::span<const std::byte> message) override;
+  void send_now(place_id to, std::span<const std::byte> message) override;
   void flush() override;
   std::size_t poll() override;
   void set_handler(handler h) override { m_handler = std::move(h); }

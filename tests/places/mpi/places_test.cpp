@@ -10,6 +10,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using apgas::async_at;
@@ -128,6 +129,43 @@ TEST(places, at_returns_values_and_rethrows_remote_exceptions) {
   });
   EXPECT_NE(text.find("bad input at the far end"), std::string::npos) << text;
   EXPECT_NE(text.find("invalid_argument"), std::string::npos) << text;
+}
+
+/// An argument whose serialization throws (a user type that refuses to be sent).
+struct refuses_to_travel {
+  int value = 0;
+  template <class A>
+  void serialize(A& a) {
+    if constexpr (std::is_same_v<A, apgas::output_archive>)
+      throw std::runtime_error("refuses to travel");
+    a & value;
+  }
+};
+
+TEST(places, an_argument_that_fails_to_serialize_throws_at_the_caller_and_sends_nothing) {
+  const std::string outcome = g_rt->run([]() -> task<std::string> {
+    const place_id last = apgas::places() - 1;
+    std::string seen;
+    // The finish must still complete: the failed async_at was never counted as sent.
+    co_await finish([&seen, last]() -> task<> {
+      try {
+        co_await async_at(last, [](refuses_to_travel) {}, refuses_to_travel{});
+        seen += "async_at sent;";
+      } catch (const std::runtime_error& e) {
+        seen += std::string("async_at: ") + e.what() + ";";
+      }
+      co_await async_at(last, [](int k) { g_counter += k; }, 1);
+    });
+    try {
+      co_await at(last, [](refuses_to_travel r) { return r.value; }, refuses_to_travel{});
+      seen += "at sent;";
+    } catch (const std::runtime_error& e) {
+      seen += std::string("at: ") + e.what() + ";";
+    }
+    seen += "counter " + std::to_string(co_await collect_counters());
+    co_return seen;
+  });
+  EXPECT_EQ(outcome, "async_at: refuses to travel;at: refuses to travel;counter 1");
 }
 
 TEST(places, exceptions_of_remote_asyncs_reach_the_governing_finish) {

@@ -57,6 +57,17 @@ public:
     if (--m_pushes_until_poll == 0) [[unlikely]] busy_poll();
   }
 
+  /// @brief Owner only, between two strands (see m_between_strands): makes an item that a
+  /// message handler created stealable, without the busy-poll countdown of push().
+  void push_between_strands(deque_item item) {
+    if (m_deque.push(item)) m_gate->notify_one();
+  }
+
+  /// True while this worker polls the network from its search for work, between two strands:
+  /// message handlers it runs then put the work they create straight into its deque, which
+  /// holds no continuation at that point (see scheduler::inject). Owner only.
+  bool m_between_strands = false;
+
   /// Pushes between two network polls of a busy worker: rare enough to cost nothing per
   /// spawn, often enough (microseconds apart in fine-grained code) that other places' `at`
   /// requests and finish reports are not left waiting until this place runs out of work.

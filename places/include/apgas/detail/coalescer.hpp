@@ -183,6 +183,15 @@ public:
   /// @return true if a buffer was sealed (the caller may want to collect soon).
   bool append(place_id to, std::span<const std::byte> message);
 
+  /// @brief If nothing is buffered or sealed for `to`, frames `message` alone in a buffer
+  /// (from the pool of `to`) and returns it, counted as appended and outstanding, for the
+  /// caller to hand to the network at once (then complete() and recycle() as for a collected
+  /// buffer). Otherwise returns nothing and appends nothing: the caller appends as usual,
+  /// behind what is buffered. Per-destination order is the caller's business (the transport
+  /// calls it under its network lock, which collect() also needs).
+  /// Throws std::length_error as append().
+  std::optional<sealed_buffer> take_alone(place_id to, std::span<const std::byte> message);
+
   /// @brief Seals the buffer of `to` if it is not empty. @return true if it sealed one.
   bool seal(place_id to);
 

@@ -101,19 +101,26 @@ public:
   /// @brief Counts an activity of `f` sent to `to` (before it is sent).
   void record_send(finish_state& f, place_id to);
   /// @brief Starts the message of an activity of `f` (a per-thread buffer holding its head):
-  /// the caller appends the serialized arguments, then calls finish_async.
-  std::vector<std::byte>& start_async(const finish_state& f, async_invoker inv);
+  /// the caller appends the serialized arguments, then calls record_send and finish_async, in
+  /// that order and without suspending in between. Counts nothing: if the arguments fail to
+  /// serialize, the caller just drops the message.
+  std::vector<std::byte>& start_async(finish_state& f, async_invoker inv);
   /// @brief Sends an activity message begun by start_async. pre: record_send was called.
   void finish_async(place_id to, const std::vector<std::byte>& bytes);
-  /// @brief Sends the body of an `at` to `to`; its value comes back to `sink`.
-  void send_at(place_id to, const finish_state& f, at_invoker inv, std::span<const std::byte> args,
-               reply_sink* sink);
+  /// @brief As start_async, for the body of an `at` whose value comes back to `sink`.
+  std::vector<std::byte>& start_at(finish_state& f, at_invoker inv, reply_sink* sink);
+  /// @brief Sends a message begun by start_at at once (somebody waits for its answer).
+  /// pre: record_send was called.
+  void finish_at(place_id to, const std::vector<std::byte>& bytes);
   /// @brief Sends the value (or the error text) of an `at` body back.
   void send_reply(reply_address to, bool ok, std::span<const std::byte> payload);
   /// @brief Writes the head of a reply to `to` into `out` (empty); the value's bytes are then
   /// appended to it and finish_reply sends it: the value is serialized once, in place.
   /// @return where the ok flag is (finish_reply sets it).
   static std::size_t start_reply(std::vector<std::byte>& out, reply_address to);
+  /// @brief This thread's buffer for a reply, emptied (saves a malloc per `at`). Use it
+  /// between two suspension points only, from start_reply to finish_reply.
+  static std::vector<std::byte>& reply_buffer() noexcept;
   /// @brief Sends a reply begun by start_reply. If !ok, the bytes after the flag are the
   /// error text.
   void finish_reply(place_id to, std::vector<std::byte>& out, std::size_t ok_at, bool ok);
@@ -156,6 +163,9 @@ private:
   proxy& arrive(const finish_id& id);
   home_link& home_link_of(finish_state& f);
   finish_id id_of(const finish_state& f) const;
+  /// @brief The id a message of `f` carries; creates a home finish's link on first use
+  /// (which counts nothing: see record_send).
+  finish_id send_id_of(finish_state& f);
   void apply_report(const finish_report& r, const std::vector<std::string>& errors);
   void complete_from_outside(finish_state& f);
   void send_cleanups(const home_link& link) noexcept;

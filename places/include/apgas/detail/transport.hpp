@@ -93,6 +93,15 @@ public:
   /// waiting for room it polls, so poll()'s exceptions may also come out of send().
   virtual void send(place_id to, std::span<const std::byte> message) = 0;
 
+  /// @brief Like send(), for a message somebody waits for (an `at` request or its reply): it
+  /// leaves at once, behind whatever was buffered for `to` before it. When nothing is buffered
+  /// for `to`, it leaves alone, without going through the coalescing buffer (saves the
+  /// buffer's bookkeeping on the latency path). Same preconditions and exceptions as send().
+  virtual void send_now(place_id to, std::span<const std::byte> message) {
+    send(to, message);
+    flush();
+  }
+
   /// @brief Sends every non-empty buffer now (a place going idle, a finish about to wait).
   /// With max_outstanding_sends network messages already in flight, the buffers it seals leave
   /// in order as earlier sends complete (every later flush() and poll() hands over more).
