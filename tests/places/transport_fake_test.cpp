@@ -263,6 +263,127 @@ TEST(TransportFake, PerSourceFifoWhileSourcesInterleave) {
   EXPECT_GT(net.endpoint(0).stats().mpi_messages_sent, 100u);
 }
 
+TEST(TransportFake, SendNowLeavesAtOnceAndAlone) {
+  fake_network net(2, transport_options{});
+  std::uint64_t got = 0;
+  ignore_all(net.endpoint(0));
+  net.endpoint(1).set_handler([&](place_id, std::span<const std::byte> m) {
+    EXPECT_EQ(decode(m).seq, got);
+    ++got;
+  });
+  transport& sender = net.endpoint(0);
+  for (std::uint64_t i = 0; i < 10; ++i) {
+    sender.send_now(1, encode(0, 0, i)); // no flush: it must have left already
+    EXPECT_TRUE(poll_until(net.endpoint(1), [&] { return got == i + 1; }));
+  }
+  EXPECT_EQ(sender.stats().mpi_messages_sent, 10u);
+  // Behind buffered messages it leaves with them, in order.
+  sender.send(1, encode(0, 0, 10));
+  sender.send(1, encode(0, 0, 11));
+  sender.send_now(1, encode(0, 0, 12));
+  EXPECT_TRUE(poll_until(net.endpoint(1), [&] { return got == 13; }));
+  EXPECT_EQ(sender.stats().mpi_messages_sent, 11u);
+  EXPECT_THROW(sender.send_now(2, encode(0, 0, 0)), std::out_of_range);
+}
+
+TEST(TransportFake, SendNowMixedWithSendKeepsPerThreadOrder) {
+  // Threads of one place interleave send and send_now to one sink over a reordering network
+  // with a send cap of 2, so that send_now meets buffered and deferred messages alike.
+  transport_options options;
+  options.buffer_bytes = 256;
+  options.max_outstanding_sends = 2;
+  constexpr std::uint32_t k_threads = 3;
+  constexpr std::uint64_t k_messages = 3000;
+  fake_network net(2, options, /*seed=*/7, /*reorder=*/true);
+  std::vector<std::uint64_t> next(k_threads, 0);
+  std::uint64_t got = 0;
+  net.endpoint(1).set_handler([&](place_id, std::span<const std::byte> m) {
+    const record r = decode(m);
+    ASSERT_LT(r.thread, k_threads);
+    EXPECT_EQ(r.seq, next[r.thread]) << "out of order from thread " << r.thread;
+    next[r.thread] = r.seq + 1;
+    ++got;
+  });
+  ignore_all(net.endpoint(0));
+  std::vector<std::thread> threads;
+  for (std::uint32_t th = 0; th < k_threads; ++th) {
+    threads.emplace_back([&, th] {
+      transport& t = net.endpoint(0);
+      for (std::uint64_t i = 0; i < k_messages; ++i) {
+        if ((i + th) % 3 == 0)
+          t.send_now(1, encode(0, th, i));
+        else
+          t.send(1, encode(0, th, i));
+      }
+    });
+  }
+  std::thread sink([&] {
+    EXPECT_TRUE(poll_until(net.endpoint(1), [&] { return got == k_threads * k_messages; }));
+  });
+  for (auto& th : threads)
+    th.join();
+  net.endpoint(0).flush();
+  std::thread sender_progress([&] {
+    EXPECT_TRUE(poll_until(net.endpoint(0), [&] { return net.endpoint(0).quiescent(); }));
+  });
+  sink.join();
+  sender_progress.join();
+  for (std::uint32_t th = 0; th < k_threads; ++th)
+    EXPECT_EQ(next[th], k_messages);
+}
+
+TEST(TransportFake, SendNowNeverOvertakesWhatItsSenderHasSeenSent) {
+  // Thread 0 sends plain messages and publishes how many it sent; thread 1 then sends, with
+  // send_now, the count it saw. Whatever thread 0 sent before that count (buffered, sealed,
+  // or waiting for room under a send cap of 2) must arrive first: order of sending across
+  // threads is the order their synchronisation gives.
+  transport_options options;
+  options.buffer_bytes = 128;
+  options.max_outstanding_sends = 2;
+  constexpr std::uint64_t k_messages = 20000;
+  fake_network net(2, options);
+  std::uint64_t plain_received = 0;
+  std::uint64_t checked = 0;
+  bool done = false;
+  net.endpoint(1).set_handler([&](place_id, std::span<const std::byte> m) {
+    const record r = decode(m);
+    if (r.thread == 0) {
+      EXPECT_EQ(r.seq, plain_received);
+      plain_received = r.seq + 1;
+      done = plain_received == k_messages;
+    } else {
+      EXPECT_LE(r.seq, plain_received) << "a send_now overtook a message sent before it";
+      ++checked;
+    }
+  });
+  ignore_all(net.endpoint(0));
+  std::atomic<std::uint64_t> sent{0};
+  std::atomic<bool> stop{false};
+  std::thread plain([&] {
+    transport& t = net.endpoint(0);
+    for (std::uint64_t i = 0; i < k_messages; ++i) {
+      t.send(1, encode(0, 0, i));
+      sent.store(i + 1, std::memory_order_release); // after the send returned
+    }
+    t.flush();
+  });
+  std::atomic<bool> urgent_done{false};
+  std::thread urgent([&] {
+    transport& t = net.endpoint(0);
+    while (!stop.load(std::memory_order_acquire))
+      t.send_now(1, encode(0, 1, sent.load(std::memory_order_acquire)));
+    urgent_done.store(true, std::memory_order_release);
+  });
+  EXPECT_TRUE(poll_until(net.endpoint(1), [&] { return done; }));
+  stop.store(true, std::memory_order_release);
+  // Keep receiving until the urgent sender stopped: it may be waiting for room meanwhile.
+  EXPECT_TRUE(poll_until(net.endpoint(1),
+                         [&] { return urgent_done.load(std::memory_order_acquire); }));
+  plain.join();
+  urgent.join();
+  EXPECT_GT(checked, 0u);
+}
+
 void exactly_once(std::uint64_t seed, bool same_source) {
   transport_options options;
   options.buffer_bytes = 512;
