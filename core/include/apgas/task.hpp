@@ -97,6 +97,14 @@ struct promise_common : promise_base {
   std::exception_ptr m_exception; ///< role::call only
 };
 
+/// @brief A result type stored without a test per co_return: trivially copyable and default
+/// constructible (numbers, small structs). The promise holds a T and m_out points at it unless
+/// the consumer redirected it (finish_all, async with a result), so co_return is one store.
+/// Other types keep an optional, filled only when nobody redirected m_out.
+template <class T>
+inline constexpr bool k_plain_result =
+    std::is_trivially_copyable_v<T> && std::is_default_constructible_v<T>;
+
 template <class T>
 struct promise final : promise_common {
   task<T> get_return_object() noexcept;
@@ -106,15 +114,19 @@ struct promise final : promise_common {
   void return_value(T&& v) { store(std::move(v)); }
   template <class U>
   void store(U&& v) {
-    if (m_out != nullptr) *m_out = std::forward<U>(v);
+    if constexpr (k_plain_result<T>) *m_out = std::forward<U>(v);
+    else if (m_out != nullptr) *m_out = std::forward<U>(v);
     else m_value.emplace(std::forward<U>(v));
   }
-  T take_value() {
+  T take_value() { // role::call: nobody redirected m_out
     rethrow_if_failed();
-    return std::move(*m_value);
+    if constexpr (k_plain_result<T>) return m_value;
+    else return std::move(*m_value);
   }
-  std::optional<T> m_value;
-  T* m_out = nullptr; ///< async with a result slot, or the root: the value goes there
+  std::conditional_t<k_plain_result<T>, T, std::optional<T>> m_value;
+  /// Where the value goes: set by get_return_object (plain results: &m_value), or redirected
+  /// by an async with a result slot, finish_all or the root.
+  T* m_out = nullptr;
 };
 
 template <>
@@ -172,6 +184,7 @@ template <class T>
 task<T> promise<T>::get_return_object() noexcept {
   auto h = std::coroutine_handle<promise<T>>::from_promise(*this);
   m_self = h;
+  if constexpr (k_plain_result<T>) m_out = &m_value;
   return task<T>(h);
 }
 inline task<void> promise<void>::get_return_object() noexcept {
