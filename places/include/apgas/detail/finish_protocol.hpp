@@ -64,14 +64,23 @@ public:
   /// @brief The home sends one activity to `to`. @return true if the remote part opened now.
   bool on_send(place_id to) {
     std::lock_guard guard(m_lock);
-    const bool was_closed = m_pending.empty();
-    adjust(to, 1);
+    // A stream of sends to one place (the common case) only counts up: the map is updated
+    // when the stream changes place or a report arrives.
+    if (m_streak > 0 && m_streak_to == to) {
+      ++m_streak;
+      return false;
+    }
+    const bool was_closed = m_pending.empty() && m_streak == 0;
+    end_streak();
+    m_streak_to = to;
+    m_streak = 1;
     return was_closed;
   }
   /// @brief A report arrived. Applies it, or holds it back until its place's earlier
   /// reports are in. @return true if the remote part is closed now.
   bool on_report(const finish_report& r) {
     std::lock_guard guard(m_lock);
+    end_streak();
     std::uint64_t& next = m_next_seq[r.from];
     if (r.seq != next) { // an earlier report of that place is still on its way
       m_held_back.push_back(r);
@@ -102,13 +111,21 @@ public:
   /// @brief Places with a non-zero pending count (for diagnostics of a hung finish).
   std::vector<std::pair<place_id, std::int64_t>> snapshot() const {
     std::lock_guard guard(m_lock);
-    return {m_pending.begin(), m_pending.end()};
+    std::unordered_map<place_id, std::int64_t> pending = m_pending;
+    if (m_streak > 0 && (pending[m_streak_to] += static_cast<std::int64_t>(m_streak)) == 0)
+      pending.erase(m_streak_to);
+    return {pending.begin(), pending.end()};
   }
 
 private:
   void apply(const finish_report& r) { // pre: m_lock held
     for (const auto& [to, n] : r.sent) adjust(to, static_cast<std::int64_t>(n));
     adjust(r.from, -static_cast<std::int64_t>(r.completed));
+  }
+  void end_streak() { // pre: m_lock held
+    if (m_streak == 0) return;
+    adjust(m_streak_to, static_cast<std::int64_t>(m_streak));
+    m_streak = 0;
   }
   void adjust(place_id p, std::int64_t delta) { // pre: m_lock held
     auto [it, inserted] = m_pending.try_emplace(p, 0);
@@ -117,6 +134,8 @@ private:
   }
   mutable spin_lock m_lock;
   std::unordered_map<place_id, std::int64_t> m_pending; ///< only non-zero entries
+  place_id m_streak_to = 0;   ///< sends counted in m_streak go there
+  std::uint64_t m_streak = 0; ///< sends to m_streak_to not yet in m_pending
   std::unordered_map<place_id, std::uint64_t> m_next_seq; ///< per reporting place
   std::vector<finish_report> m_held_back;                  ///< arrived before a predecessor
 };

@@ -162,6 +162,8 @@ private:
   void on_cleanup(byte_reader& r);
   proxy& arrive(const finish_id& id);
   home_link& home_link_of(finish_state& f);
+  /// @brief home_link_of's first call for a finish (out of line: the common call only loads).
+  [[gnu::noinline]] home_link& create_home_link(finish_state& f);
   finish_id id_of(const finish_state& f) const;
   /// @brief The id a message of `f` carries; creates a home finish's link on first use
   /// (which counts nothing: see record_send).
