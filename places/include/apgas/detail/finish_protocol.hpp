@@ -141,14 +141,13 @@ private:
 };
 
 /// @brief Place side: what one place's part of a remote finish did since its last report.
-/// Thread-safety: any thread.
+/// Thread-safety: on_send from any thread; on_arrival and take_report under one lock of the
+/// caller's (the engine's proxy lock, which arrivals take anyway): arrivals then cost no
+/// second lock.
 class proxy_tally {
 public:
-  /// @brief An activity of the finish arrived here.
-  void on_arrival() {
-    std::lock_guard guard(m_lock);
-    ++m_received;
-  }
+  /// @brief An activity of the finish arrived here. pre: the caller's lock (see above).
+  void on_arrival() noexcept { ++m_received; }
   /// @brief An activity of the finish is sent from here to `to` (before it is sent).
   void on_send(place_id to) {
     std::lock_guard guard(m_lock);
@@ -161,6 +160,7 @@ public:
     m_sent.emplace_back(to, 1);
   }
   /// @brief Takes the counts for a report (every received activity has ended) and resets.
+  /// pre: the caller's lock (see above).
   finish_report take_report(finish_id id, place_id here) {
     std::lock_guard guard(m_lock);
     finish_report r{id, here, m_next_seq++, m_received, std::move(m_sent)};
@@ -170,9 +170,9 @@ public:
   }
 
 private:
-  spin_lock m_lock;
-  std::uint64_t m_received = 0;
-  std::uint64_t m_next_seq = 0;
+  spin_lock m_lock;             ///< guards m_sent (on_send comes from any strand)
+  std::uint64_t m_received = 0; ///< guarded by the caller's lock
+  std::uint64_t m_next_seq = 0; ///< guarded by the caller's lock
   std::vector<std::pair<place_id, std::uint64_t>> m_sent; ///< few destinations: a flat list
 };
 
