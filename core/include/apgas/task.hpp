@@ -62,10 +62,13 @@ struct final_awaiter {
 template <class T>
 struct promise;
 
-/// @brief co_await t: runs t in sequence inside the caller's activity.
+/// @brief co_await t: runs t in sequence inside the caller's activity. An exception escaping
+/// t is kept here, in the caller's frame, and rethrown by await_resume: frames that are
+/// activities (most of them) then carry no exception_ptr to initialise and test.
 template <class T>
 struct call_awaiter {
   std::coroutine_handle<promise<T>> m_callee;
+  std::exception_ptr m_error;
   bool await_ready() const noexcept { return false; }
   template <class P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) noexcept {
@@ -74,9 +77,13 @@ struct call_awaiter {
     p.m_finish = caller.promise().m_finish;
     p.m_role = promise_base::role::call;
     p.m_caller = caller.address();
+    p.m_error = &m_error;
     return t_worker->transfer(m_callee);
   }
-  T await_resume() { return m_callee.promise().take_value(); }
+  T await_resume() {
+    if (m_error) std::rethrow_exception(std::move(m_error));
+    return m_callee.promise().take_value();
+  }
 };
 
 /// @brief Parts of the promise that do not depend on T.
@@ -88,13 +95,8 @@ struct promise_common : promise_base {
   final_awaiter final_suspend() noexcept { return {*this}; }
   void unhandled_exception() noexcept {
     if (m_role == role::strand) m_finish->add_exception(std::current_exception());
-    else m_exception = std::current_exception();
+    else *m_error = std::current_exception(); // the caller's call_awaiter rethrows it
   }
-  void rethrow_if_failed() {
-    if (m_exception) std::rethrow_exception(std::exchange(m_exception, nullptr));
-  }
-
-  std::exception_ptr m_exception; ///< role::call only
 };
 
 /// @brief A result type stored without a test per co_return: trivially copyable and default
@@ -118,8 +120,7 @@ struct promise final : promise_common {
     else if (m_out != nullptr) *m_out = std::forward<U>(v);
     else m_value.emplace(std::forward<U>(v));
   }
-  T take_value() { // role::call: nobody redirected m_out
-    rethrow_if_failed();
+  T take_value() { // role::call, after a normal end (call_awaiter rethrows the other ends)
     if constexpr (k_plain_result<T>) return m_value;
     else return std::move(*m_value);
   }
@@ -133,7 +134,7 @@ template <>
 struct promise<void> final : promise_common {
   task<void> get_return_object() noexcept;
   void return_void() const noexcept {}
-  void take_value() { rethrow_if_failed(); }
+  void take_value() const noexcept {}
 };
 
 } // namespace detail
@@ -166,7 +167,7 @@ public:
 
   /// @brief Runs the task in sequence, inside the caller's activity: asyncs it starts are
   /// governed by the caller's finish (a sequential call to a parallel function).
-  detail::call_awaiter<T> operator co_await() && noexcept { return {m_handle}; }
+  detail::call_awaiter<T> operator co_await() && noexcept { return {m_handle, nullptr}; }
 
   /// @brief Hands the frame over (to the scheduler, which destroys it when it ends).
   handle_type release() noexcept { return std::exchange(m_handle, nullptr); }

@@ -58,7 +58,10 @@ struct promise_base {
   // percent of a fine-grained spawn.
   std::coroutine_handle<> m_self; ///< this frame (set at creation)
   finish_state* m_finish;         ///< where asyncs started by this frame are counted
-  promise_base* m_parent;         ///< role::strand, work-first: the parent whose continuation was pushed
+  union {
+    promise_base* m_parent;      ///< role::strand, work-first: the parent whose continuation was pushed
+    std::exception_ptr* m_error; ///< role::call: where an escaping exception goes (call_awaiter)
+  };
   void* m_caller; ///< role::call: the address of the frame resumed when this frame finishes
   role m_role;
 };
