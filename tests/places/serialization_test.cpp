@@ -54,6 +54,9 @@ void* tracked_alloc(std::size_t n) {
 }
 } // namespace
 
+// GCC sees malloc in new and free in delete and warns of a mismatch it cannot see is paired.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void* operator new(std::size_t n) {
   return tracked_alloc(n);
 }
@@ -72,6 +75,7 @@ void operator delete(void* p, std::size_t) noexcept {
 void operator delete[](void* p, std::size_t) noexcept {
   std::free(p);
 }
+#pragma GCC diagnostic pop
 
 namespace {
 

@@ -707,7 +707,7 @@ TEST(TransportFake, ValidateFramesFindsCorruption) {
   EXPECT_EQ(e1->remaining, 2u);
 
   auto too_long = frames({3, 8}, 0);
-  too_long.resize(too_long.size() - 1); // the second frame claims 8, 7 follow
+  too_long.pop_back(); // the second frame claims 8, 7 follow
   const auto e2 = validate_frames(too_long);
   ASSERT_TRUE(e2.has_value());
   EXPECT_EQ(e2->offset, 7u);
