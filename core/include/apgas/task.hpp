@@ -53,7 +53,8 @@ struct final_awaiter {
   template <class P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
     promise_base& p = h.promise();
-    if (p.m_role == promise_base::role::call) return t_worker->transfer(std::coroutine_handle<>::from_address(p.m_caller));
+    if (p.m_role == promise_base::role::call)
+      return t_worker->transfer(std::coroutine_handle<>::from_address(p.m_call->caller));
     return finish_strand(p, m_popped);
   }
   void await_resume() const noexcept {}
@@ -68,7 +69,7 @@ struct promise;
 template <class T>
 struct call_awaiter {
   std::coroutine_handle<promise<T>> m_callee;
-  std::exception_ptr m_error;
+  call_link m_link;
   bool await_ready() const noexcept { return false; }
   template <class P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) noexcept {
@@ -76,12 +77,12 @@ struct call_awaiter {
     auto& p = m_callee.promise();
     p.m_finish = caller.promise().m_finish;
     p.m_role = promise_base::role::call;
-    p.m_caller = caller.address();
-    p.m_error = &m_error;
+    m_link.caller = caller.address();
+    p.m_call = &m_link;
     return t_worker->transfer(m_callee);
   }
   T await_resume() {
-    if (m_error) std::rethrow_exception(std::move(m_error));
+    if (m_link.error) std::rethrow_exception(std::move(m_link.error));
     return m_callee.promise().take_value();
   }
 };
@@ -95,7 +96,7 @@ struct promise_common : promise_base {
   final_awaiter final_suspend() noexcept { return {*this}; }
   void unhandled_exception() noexcept {
     if (m_role == role::strand) m_finish->add_exception(std::current_exception());
-    else *m_error = std::current_exception(); // the caller's call_awaiter rethrows it
+    else m_call->error = std::current_exception(); // the caller's call_awaiter rethrows it
   }
 };
 
@@ -167,7 +168,7 @@ public:
 
   /// @brief Runs the task in sequence, inside the caller's activity: asyncs it starts are
   /// governed by the caller's finish (a sequential call to a parallel function).
-  detail::call_awaiter<T> operator co_await() && noexcept { return {m_handle, nullptr}; }
+  detail::call_awaiter<T> operator co_await() && noexcept { return {m_handle, {}}; }
 
   /// @brief Hands the frame over (to the scheduler, which destroys it when it ends).
   handle_type release() noexcept { return std::exchange(m_handle, nullptr); }

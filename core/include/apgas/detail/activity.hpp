@@ -44,6 +44,14 @@ struct remote_finish_hooks {
 };
 inline remote_finish_hooks g_remote_hooks;
 
+/// @brief What a frame awaited in sequence (role::call) needs from its caller: whom to resume
+/// at its end and where an escaping exception goes. Lives in the caller's awaiter, in the
+/// caller's frame, so that the many frames that are activities do not carry it.
+struct call_link {
+  void* caller;             ///< the address of the caller's frame
+  std::exception_ptr error; ///< an exception that escaped the callee (rethrown to the caller)
+};
+
 /// @brief Fields shared by every apgas coroutine promise. Written by the thread that runs the
 /// frame; read by a thief only after it acquired the frame through the deque.
 struct promise_base {
@@ -59,10 +67,9 @@ struct promise_base {
   std::coroutine_handle<> m_self; ///< this frame (set at creation)
   finish_state* m_finish;         ///< where asyncs started by this frame are counted
   union {
-    promise_base* m_parent;      ///< role::strand, work-first: the parent whose continuation was pushed
-    std::exception_ptr* m_error; ///< role::call: where an escaping exception goes (call_awaiter)
+    promise_base* m_parent; ///< role::strand, work-first: the parent whose continuation was pushed
+    call_link* m_call;      ///< role::call: the caller, and where an exception goes
   };
-  void* m_caller; ///< role::call: the address of the frame resumed when this frame finishes
   role m_role;
 };
 
