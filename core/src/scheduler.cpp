@@ -41,6 +41,25 @@ std::coroutine_handle<> worker::end_strand(finish_state* f, deque_item next,
     m_steal_lock.lock();
     m_steal_lock.unlock();
   }
+  if (f->m_reopenable) {
+    // A proxy's strand (an activity that came from another place). Its end costs the proxy's
+    // lock and an atomic decrement; a stream of remote asyncs ends thousands in a row on one
+    // worker. So while the next item runs for the same proxy, the end is put off and added
+    // to that item's own end: the count stays above the truth meanwhile (never an early
+    // report), and the put-off ends are applied when the chain turns to other work, at the
+    // latest when this worker looks for work (flush_deferred_ends).
+    if (m_deferred_end != nullptr && m_deferred_end != f) flush_deferred_ends();
+    if (next != 0 && promise_of(next)->m_finish == f) {
+      m_deferred_end = f;
+      ++m_deferred_ends;
+      return promise_of(next)->m_self;
+    }
+    const std::uint64_t ends = 1 + std::exchange(m_deferred_ends, 0);
+    m_deferred_end = nullptr;
+    g_remote_hooks.end_proxy_strands(*f, ends);
+    if (next != 0) return promise_of(next)->m_self;
+    return std::noop_coroutine();
+  }
   if (f->release_strand()) {
     const std::coroutine_handle<> then = f->on_complete();
     if (next == 0) return then;
@@ -177,6 +196,7 @@ deque_item scheduler::take_injected_batch(worker& self) {
 }
 
 deque_item scheduler::find_work(worker& self) {
+  self.flush_deferred_ends(); // the chain of strands that put them off has ended
   // Our own deque first: work that message handlers or an injected batch put there may still
   // be in it when a chain of strands ends without popping (the last strand of a root finish
   // leaves the deque alone). Taking the bottom item is what suspend_for_external does: a

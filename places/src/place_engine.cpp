@@ -141,9 +141,9 @@ place_engine::place_engine(scheduler& sched, std::unique_ptr<transport> net,
     throw std::logic_error("apgas: a place engine already exists in this process");
   // Set before any activity can reach another place (workers run nothing remote before the
   // engine exists); the engine is unique in the process, so the hooks can name it.
-  g_remote_hooks.end_proxy_strand = [](finish_state& f) noexcept {
+  g_remote_hooks.end_proxy_strands = [](finish_state& f, std::uint64_t n) noexcept {
     auto* px = static_cast<proxy*>(f.m_remote);
-    px->engine->end_strand(*px);
+    px->engine->end_strand(*px, n);
   };
   g_remote_hooks.release_remote = [](finish_state& f) noexcept {
     place_engine::current().release_home(f);
@@ -470,11 +470,12 @@ void place_engine::on_reply(byte_reader& r) {
 
 // ---- the finish protocol ---------------------------------------------------------------------
 
-void place_engine::end_strand(proxy& px) noexcept {
+void place_engine::end_strand(proxy& px, std::uint64_t n) noexcept {
   std::unique_lock guard(px.lock);
-  // acq_rel: release this strand's writes (and sends) to whoever takes the report; acquire
+  // acq_rel: release these strands' writes (and sends) to whoever takes the report; acquire
   // the other strands' if we are the last.
-  if (px.fs.m_count.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  const auto ends = static_cast<std::int64_t>(n);
+  if (px.fs.m_count.fetch_sub(ends, std::memory_order_acq_rel) != ends) return;
   const auto now = report_clock::now();
   if (px.reports > 0 && m_report_delay_max.count() > 0) {
     // Not the first quiet period: more of this finish's activities are probably on their way

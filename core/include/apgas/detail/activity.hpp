@@ -38,7 +38,9 @@ struct remote_finish_hooks {
   /// Ends a strand of a reopenable finish (a proxy) in place of release_strand's decrement:
   /// the places layer decrements under the proxy's own lock, the one arrivals take to raise
   /// the count from zero, so that a count of zero and its report are decided in one step.
-  void (*end_proxy_strand)(finish_state&) noexcept = nullptr;
+  /// `n` strands end at once: a worker that ends several activities of one proxy in a row
+  /// applies their ends together (see worker::end_strand).
+  void (*end_proxy_strands)(finish_state&, std::uint64_t n) noexcept = nullptr;
   /// Frees the distributed state of a home finish when the finish is destroyed.
   void (*release_remote)(finish_state&) noexcept = nullptr;
 };
@@ -108,7 +110,7 @@ struct finish_state {
   /// A place-local proxy of a remote finish: its count also goes up from outside (activities
   /// arriving from other places), so a count of one is not final (no fast path), and it has
   /// no waiter: it reports home each time its count reaches zero, possibly many times (see
-  /// remote_finish_hooks::end_proxy_strand).
+  /// remote_finish_hooks::end_proxy_strands).
   bool m_reopenable = false;
   /// What the program promised about this finish's remote activities (see finish_pattern).
   finish_pattern m_pattern = finish_pattern::general;
@@ -130,7 +132,7 @@ struct finish_state {
   /// @brief Ends one strand; true if it was the last (the caller then completes the finish).
   bool release_strand() noexcept {
     if (m_reopenable) [[unlikely]] { // a proxy: the places layer handles a count of zero
-      g_remote_hooks.end_proxy_strand(*this);
+      g_remote_hooks.end_proxy_strands(*this, 1);
       return false;
     }
     // Fast path: a count of one seen by a strand that is ending means it is the last one.

@@ -63,6 +63,15 @@ public:
     if (m_deque.push(item)) m_gate->notify_one();
   }
 
+  /// @brief Owner only: applies the ends of proxy strands that end_strand put off (see there).
+  /// Called before the worker looks for other work, so that they never outlive the chain of
+  /// that proxy's activities this worker was running.
+  void flush_deferred_ends() noexcept {
+    if (m_deferred_end == nullptr) return;
+    finish_state* f = std::exchange(m_deferred_end, nullptr);
+    g_remote_hooks.end_proxy_strands(*f, std::exchange(m_deferred_ends, 0));
+  }
+
   /// True while this worker polls the network from its search for work, between two strands:
   /// message handlers it runs then put the work they create straight into its deque, which
   /// holds no continuation at that point (see scheduler::inject). Owner only.
@@ -142,6 +151,8 @@ private:
   unsigned m_index;
   std::uint64_t m_rng;
   std::uintptr_t m_stack_base = 0;        ///< owner only
+  finish_state* m_deferred_end = nullptr; ///< owner only: the proxy of m_deferred_ends
+  std::uint64_t m_deferred_ends = 0;      ///< owner only: its strands that ended, not yet applied
   std::coroutine_handle<> m_bounced;      ///< owner only
 };
 

@@ -138,9 +138,9 @@ public:
 
   /// @brief Frees the distributed state of a home finish (remote_finish_hooks::release_remote).
   void release_home(finish_state& f) noexcept;
-  /// @brief Ends a strand of a proxy (remote_finish_hooks::end_proxy_strand): when its part
-  /// goes quiet, reports home, at once the first time and after report_delay later on.
-  void end_strand(proxy& px) noexcept;
+  /// @brief Ends `n` strands of a proxy (remote_finish_hooks::end_proxy_strands): when its
+  /// part goes quiet, reports home, at once the first time and after report_delay later on.
+  void end_strand(proxy& px, std::uint64_t n = 1) noexcept;
   /// @brief True while some proxy waits to report (the watcher then polls at short intervals).
   bool reports_waiting() const noexcept {
     // relaxed: a hint for the length of a park; poll() re-reads it with acquire.
