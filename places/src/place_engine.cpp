@@ -133,6 +133,7 @@ place_engine::place_engine(scheduler& sched, std::unique_ptr<transport> net,
                            std::chrono::microseconds report_delay_max)
     : m_sched(sched), m_net(std::move(net)), m_here(m_net->here()), m_places(m_net->places()),
       m_report_delay_max(report_delay_max) {
+  m_net->set_batch_end_handler([this] { flush_arrivals(); });
   m_net->set_handler([this](place_id from, std::span<const std::byte> bytes) {
     on_message(from, bytes);
   });
@@ -408,19 +409,19 @@ void place_engine::on_message(place_id from, std::span<const std::byte> bytes) {
   }
 }
 
+proxy& place_engine::find_proxy(const finish_id& id) {
+  if (m_last_arrival != nullptr && m_last_arrival_id == id)
+    return *m_last_arrival; // alive: only on_cleanup (a handler too) frees a general proxy
+  std::lock_guard guard(m_proxies_mutex);
+  auto [it, inserted] = m_proxies.try_emplace(id, nullptr);
+  if (inserted) it->second = new proxy(*this, id);
+  m_last_arrival = it->second;
+  m_last_arrival_id = id;
+  return *it->second;
+}
+
 proxy& place_engine::arrive(const finish_id& id) {
-  proxy* found = nullptr;
-  if (m_last_arrival != nullptr && m_last_arrival_id == id) {
-    found = m_last_arrival; // alive: only on_cleanup (a handler too) frees a general proxy
-  } else {
-    std::lock_guard guard(m_proxies_mutex);
-    auto [it, inserted] = m_proxies.try_emplace(id, nullptr);
-    if (inserted) it->second = new proxy(*this, id);
-    found = it->second;
-    m_last_arrival = found;
-    m_last_arrival_id = id;
-  }
-  proxy& px = *found;
+  proxy& px = find_proxy(id);
   std::lock_guard count_guard(px.lock);
   // relaxed: the proxy's lock orders it against a strand taking the count to zero; the
   // activity's own decrement comes later on the same causal chain (the inject below).
@@ -429,12 +430,30 @@ proxy& place_engine::arrive(const finish_id& id) {
   return px; // alive: the arrival is unreported until this activity ends
 }
 
+void place_engine::flush_arrivals() noexcept {
+  if (m_arrivals.empty()) return;
+  proxy& px = *m_arrivals_proxy;
+  {
+    std::lock_guard count_guard(px.lock);
+    // relaxed: as in arrive(); the injects below come after, on this thread.
+    px.fs.m_count.fetch_add(static_cast<std::int64_t>(m_arrivals.size()),
+                            std::memory_order_relaxed);
+    px.tally.on_arrivals(m_arrivals.size());
+  }
+  // The proxy stays alive: its count now holds these activities until they end.
+  for (promise_base* p : m_arrivals) m_sched.inject(as_independent(p));
+  m_arrivals.clear(); // keeps the capacity
+  m_arrivals_proxy = nullptr;
+}
+
 void place_engine::on_activity(place_id from, byte_reader& r, bool is_at) {
   const finish_id id = get_finish_id(r);
   const auto offset = deserialize<std::int64_t>(r);
   std::uint64_t token = 0;
   if (is_at) token = deserialize<std::uint64_t>(r);
-  proxy& px = arrive(id);
+  // Not counted yet, and not freed meanwhile: a cleanup of its finish cannot come before this
+  // place reported these activities, which it has not even counted.
+  proxy& px = find_proxy(id);
   promise_base* p = nullptr;
   try {
     if (is_at) {
@@ -445,6 +464,8 @@ void place_engine::on_activity(place_id from, byte_reader& r, bool is_at) {
       p = inv(r);
     }
   } catch (...) { // the arguments did not deserialize: the activity fails at once
+    flush_arrivals();
+    arrive(id);
     px.fs.add_exception(std::current_exception());
     if (is_at) {
       const std::string text = describe_current_exception();
@@ -457,7 +478,17 @@ void place_engine::on_activity(place_id from, byte_reader& r, bool is_at) {
   p->m_finish = &px.fs;
   p->m_role = promise_base::role::strand;
   p->m_parent = nullptr;
-  m_sched.inject(as_independent(p));
+  if (m_arrivals_proxy != &px) {
+    flush_arrivals();
+    m_arrivals_proxy = &px;
+  }
+  try {
+    m_arrivals.push_back(p);
+  } catch (...) { // out of memory: count and run it alone
+    flush_arrivals();
+    arrive(id);
+    m_sched.inject(as_independent(p));
+  }
 }
 
 void place_engine::on_reply(byte_reader& r) {
@@ -669,6 +700,7 @@ void place_engine::send_cleanups(const home_link& link) noexcept {
 }
 
 void place_engine::on_cleanup(byte_reader& r) {
+  flush_arrivals(); // (none can be of this finish: it ended, so they were all reported)
   const finish_id id = get_finish_id(r);
   proxy* px = nullptr;
   {

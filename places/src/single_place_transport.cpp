@@ -15,6 +15,9 @@ public:
   void flush() override { ep().flush(); }
   std::size_t poll() override { return ep().poll(); }
   void set_handler(handler h) override { ep().set_handler(std::move(h)); }
+  void set_batch_end_handler(batch_end_handler h) override {
+    ep().set_batch_end_handler(std::move(h));
+  }
   bool quiescent() const override { return const_cast<single_place_transport*>(this)->ep().quiescent(); }
   transport_stats stats() const override {
     return const_cast<single_place_transport*>(this)->ep().stats();

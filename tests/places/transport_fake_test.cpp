@@ -775,6 +775,37 @@ TEST(TransportFake, HandlerExceptionDoesNotLoseLaterMessages) {
     EXPECT_EQ(got[i], i);
 }
 
+TEST(TransportFake, BatchEndFollowsEveryDeliveringPollEvenWhenAHandlerThrows) {
+  fake_network net(2);
+  ignore_all(net.endpoint(0));
+  std::vector<std::uint64_t> got;
+  std::size_t handled_at_last_end = 0;
+  std::size_t batch_ends = 0;
+  transport& receiver = net.endpoint(1);
+  receiver.set_handler([&](place_id, std::span<const std::byte> m) {
+    const std::uint64_t seq = decode(m).seq;
+    got.push_back(seq);
+    if (seq == 3)
+      throw std::runtime_error("handler failure");
+  });
+  receiver.set_batch_end_handler([&] {
+    ++batch_ends;
+    handled_at_last_end = got.size();
+  });
+  EXPECT_EQ(receiver.poll(), 0u);
+  EXPECT_EQ(batch_ends, 0u) << "a poll that delivered nothing ends no batch";
+  for (std::uint64_t i = 0; i < 10; ++i)
+    net.endpoint(0).send(1, encode(0, 0, i));
+  net.endpoint(0).flush();
+  EXPECT_THROW(poll_until(receiver, [&] { return got.size() == 10; }), std::runtime_error);
+  EXPECT_EQ(handled_at_last_end, got.size()) << "the batch ended after the handler that threw";
+  const std::size_t ends_before = batch_ends;
+  EXPECT_GE(ends_before, 1u);
+  ASSERT_TRUE(poll_until(receiver, [&] { return got.size() == 10; }));
+  EXPECT_GT(batch_ends, ends_before);
+  EXPECT_EQ(handled_at_last_end, 10u);
+}
+
 // ---- re-entrancy ----------------------------------------------------------------------------
 
 TEST(TransportFake, HandlerRepliesPingPong) {

@@ -262,6 +262,13 @@ std::size_t transport_base::deliver() {
   if (!m_handler && (m_has_current || m_pending_head < m_pending.size()))
     throw std::logic_error("apgas transport: poll() before set_handler()");
   std::size_t delivered = 0;
+  struct end_of_batch { // also when a handler throws
+    const batch_end_handler& hook;
+    const std::size_t& delivered;
+    ~end_of_batch() {
+      if (delivered != 0 && hook) hook();
+    }
+  } batch_guard{m_batch_end, delivered};
   // Only what is pending now: handlers that reply to loopback cannot keep this poll forever.
   std::size_t budget = m_pending.size() - m_pending_head;
   for (;;) {

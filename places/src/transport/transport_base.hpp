@@ -39,6 +39,7 @@ public:
   void flush() override;
   std::size_t poll() override;
   void set_handler(handler h) override { m_handler = std::move(h); }
+  void set_batch_end_handler(batch_end_handler h) override { m_batch_end = std::move(h); }
   bool quiescent() const override;
   transport_stats stats() const override;
 
@@ -111,6 +112,7 @@ private:
   /// its own poll; any other value, stale or not, is not its id. Hence relaxed is enough.
   std::atomic<std::thread::id> m_poll_owner{};
   handler m_handler; ///< set before the first poll, then read by the poll owner only
+  batch_end_handler m_batch_end; ///< likewise; may be empty
 
   // Guarded by m_net_lock.
   std::vector<outgoing_buffer> m_outgoing; ///< collect() output, reused

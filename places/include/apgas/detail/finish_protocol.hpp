@@ -148,6 +148,8 @@ class proxy_tally {
 public:
   /// @brief An activity of the finish arrived here. pre: the caller's lock (see above).
   void on_arrival() noexcept { ++m_received; }
+  /// @brief `n` activities of the finish arrived here. pre: the caller's lock (see above).
+  void on_arrivals(std::uint64_t n) noexcept { m_received += n; }
   /// @brief An activity of the finish is sent from here to `to` (before it is sent).
   void on_send(place_id to) {
     std::lock_guard guard(m_lock);

@@ -161,6 +161,12 @@ private:
   void on_report(place_id from, byte_reader& r);
   void on_cleanup(byte_reader& r);
   proxy& arrive(const finish_id& id);
+  /// @brief The proxy of `id` here, created on first use; counts nothing. Handler context.
+  proxy& find_proxy(const finish_id& id);
+  /// @brief Counts the activities gathered in m_arrivals in their proxy, then makes them
+  /// runnable. Handler context (the end of each delivered batch, or before anything that
+  /// must see them counted).
+  void flush_arrivals() noexcept;
   home_link& home_link_of(finish_state& f);
   /// @brief home_link_of's first call for a finish (out of line: the common call only loads).
   [[gnu::noinline]] home_link& create_home_link(finish_state& f);
@@ -190,6 +196,11 @@ private:
   /// Message handlers only: the transport runs them one at a time. An SPMD proxy may be
   /// freed elsewhere while cached, but its one arrival came already: its id never matches
   /// again, and the pointer is only used when the id matches.
+  // Activities of one proxy delivered in a row, created but not yet counted nor runnable:
+  // counting them takes the proxy's lock once per network message instead of once per
+  // activity. Handler context only (the transport runs one poller at a time).
+  proxy* m_arrivals_proxy = nullptr;
+  std::vector<promise_base*> m_arrivals;
   proxy* m_last_arrival = nullptr;
   finish_id m_last_arrival_id;
   mutable std::mutex m_homes_mutex;   ///< guards m_homes and m_next_serial

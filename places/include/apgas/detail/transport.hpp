@@ -120,6 +120,12 @@ public:
   /// @brief Installs the handler. pre: before the first poll(); not concurrently with poll().
   virtual void set_handler(handler h) = 0;
 
+  /// @brief Called after each run of handler calls (the messages one poll delivered), on the
+  /// same thread, also when a handler threw: lets the handler side apply in one step what it
+  /// gathered over several messages. pre: as set_handler.
+  using batch_end_handler = std::function<void()>;
+  virtual void set_batch_end_handler(batch_end_handler h) = 0;
+
   /// @brief True if nothing is buffered, nothing is in flight (sends completed) and nothing
   /// received is waiting for delivery. A hint for idle detection, not a termination test.
   virtual bool quiescent() const = 0;
