@@ -411,7 +411,11 @@ void place_engine::on_message(place_id from, std::span<const std::byte> bytes) {
 
 proxy& place_engine::find_proxy(const finish_id& id) {
   if (m_last_arrival != nullptr && m_last_arrival_id == id)
-    return *m_last_arrival; // alive: only on_cleanup (a handler too) frees a general proxy
+    [[likely]] return *m_last_arrival; // alive: only on_cleanup (a handler too) frees a general proxy
+  return find_proxy_in_map(id);
+}
+
+proxy& place_engine::find_proxy_in_map(const finish_id& id) {
   std::lock_guard guard(m_proxies_mutex);
   auto [it, inserted] = m_proxies.try_emplace(id, nullptr);
   if (inserted) it->second = new proxy(*this, id);

@@ -114,11 +114,11 @@ struct finish_state {
   bool m_reopenable = false;
   /// What the program promised about this finish's remote activities (see finish_pattern).
   finish_pattern m_pattern = finish_pattern::general;
+  spin_lock m_exceptions_lock; ///< guards m_exceptions (next to the flags: a smaller frame)
   /// The places layer's state for a finish whose activities went to other places (opaque to
   /// core; null for a finish that never left its place).
   /// For a home finish, g_remote_hooks.release_remote frees it when the finish is destroyed.
   void* m_remote = nullptr;
-  spin_lock m_exceptions_lock; ///< guards m_exceptions
   /// Exceptions gathered; allocated on the first one, so that a finish that does not fail
   /// costs one null pointer.
   std::unique_ptr<std::vector<std::exception_ptr>> m_exceptions;

@@ -163,6 +163,8 @@ private:
   proxy& arrive(const finish_id& id);
   /// @brief The proxy of `id` here, created on first use; counts nothing. Handler context.
   proxy& find_proxy(const finish_id& id);
+  /// @brief find_proxy past its one-entry cache (out of line: the common call only compares).
+  [[gnu::noinline]] proxy& find_proxy_in_map(const finish_id& id);
   /// @brief Counts the activities gathered in m_arrivals in their proxy, then makes them
   /// runnable. Handler context (the end of each delivered batch, or before anything that
   /// must see them counted).
