@@ -227,11 +227,6 @@ void place_engine::send_message(place_id to, std::span<const std::byte> bytes) {
 
 // ---- sending ---------------------------------------------------------------------------------
 
-finish_id place_engine::id_of(const finish_state& f) const {
-  if (f.m_reopenable) return static_cast<const proxy*>(f.m_remote)->id;
-  return static_cast<const home_link*>(f.m_remote)->id;
-}
-
 home_link& place_engine::home_link_of(finish_state& f) {
   // Only a live strand of f calls this, so f cannot end meanwhile. acquire: pairs with the
   // release in create_home_link, so a link seen without the lock is seen whole.
@@ -311,14 +306,6 @@ void put_head(std::vector<std::byte>& out, const T&... fields) {
   ((std::memcpy(head.data() + at, &fields, sizeof(T)), at += sizeof(T)), ...);
   out.insert(out.end(), head.begin(), head.end());
 }
-
-/// The message being built by this thread (start_async/start_at to finish_async/finish_at),
-/// kept between messages: saves a malloc per remote activity. The transport copies it.
-std::vector<std::byte>& message_buffer() noexcept {
-  thread_local std::vector<std::byte> bytes;
-  bytes.clear();
-  return bytes;
-}
 } // namespace
 
 finish_id place_engine::send_id_of(finish_state& f) {
@@ -326,12 +313,18 @@ finish_id place_engine::send_id_of(finish_state& f) {
   return home_link_of(f).id; // created if this is the finish's first remote activity
 }
 
-std::vector<std::byte>& place_engine::start_async(finish_state& f, async_invoker inv) {
+template <class... Extra>
+std::vector<std::byte>& place_engine::start_message(msg_kind kind, finish_state& f,
+                                                    const void* code, const Extra&... extra) {
   std::vector<std::byte>& bytes = message_buffer();
   const finish_id id = send_id_of(f);
-  put_head(bytes, static_cast<std::uint8_t>(msg_kind::async), id.home, id.serial,
-           code_offset(reinterpret_cast<const void*>(inv)));
+  put_head(bytes, static_cast<std::uint8_t>(kind), id.home, id.serial, code_offset(code),
+           extra...);
   return bytes;
+}
+
+std::vector<std::byte>& place_engine::start_async(finish_state& f, async_invoker inv) {
+  return start_message(msg_kind::async, f, reinterpret_cast<const void*>(inv));
 }
 
 void place_engine::finish_async(place_id to, const std::vector<std::byte>& bytes) {
@@ -341,12 +334,8 @@ void place_engine::finish_async(place_id to, const std::vector<std::byte>& bytes
 
 std::vector<std::byte>& place_engine::start_at(finish_state& f, at_invoker inv,
                                                reply_sink* sink) {
-  std::vector<std::byte>& bytes = message_buffer();
-  const finish_id id = send_id_of(f);
-  put_head(bytes, static_cast<std::uint8_t>(msg_kind::at), id.home, id.serial,
-           code_offset(reinterpret_cast<const void*>(inv)),
-           static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(sink)));
-  return bytes;
+  return start_message(msg_kind::at, f, reinterpret_cast<const void*>(inv),
+                       static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(sink)));
 }
 
 void place_engine::finish_at(place_id to, const std::vector<std::byte>& bytes) {
@@ -355,10 +344,10 @@ void place_engine::finish_at(place_id to, const std::vector<std::byte>& bytes) {
   m_net->send_now(to, bytes); // somebody waits for the answer: latency before coalescing
 }
 
-std::vector<std::byte>& place_engine::reply_buffer() noexcept {
-  thread_local std::vector<std::byte> out;
-  out.clear();
-  return out;
+std::vector<std::byte>& place_engine::message_buffer() noexcept {
+  thread_local std::vector<std::byte> bytes;
+  bytes.clear();
+  return bytes;
 }
 
 std::size_t place_engine::start_reply(std::vector<std::byte>& out, reply_address to) {

@@ -133,7 +133,7 @@ task<> at_body(std::tuple<Args...> args, reply_address to) {
   } catch (...) {
     error = std::current_exception();
   }
-  std::vector<std::byte>& out = place_engine::reply_buffer();
+  std::vector<std::byte>& out = place_engine::message_buffer();
   std::size_t ok_at = 0;
   bool ok = true;
   try {

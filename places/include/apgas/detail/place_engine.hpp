@@ -118,9 +118,10 @@ public:
   /// appended to it and finish_reply sends it: the value is serialized once, in place.
   /// @return where the ok flag is (finish_reply sets it).
   static std::size_t start_reply(std::vector<std::byte>& out, reply_address to);
-  /// @brief This thread's buffer for a reply, emptied (saves a malloc per `at`). Use it
-  /// between two suspension points only, from start_reply to finish_reply.
-  static std::vector<std::byte>& reply_buffer() noexcept;
+  /// @brief This thread's buffer for an outgoing message, emptied (saves a malloc per remote
+  /// activity or reply). Use it between two suspension points only: from start_async,
+  /// start_at or start_reply to the matching finish_* (the transport copies the message).
+  static std::vector<std::byte>& message_buffer() noexcept;
   /// @brief Sends a reply begun by start_reply. If !ok, the bytes after the flag are the
   /// error text.
   void finish_reply(place_id to, std::vector<std::byte>& out, std::size_t ok_at, bool ok);
@@ -172,10 +173,14 @@ private:
   home_link& home_link_of(finish_state& f);
   /// @brief home_link_of's first call for a finish (out of line: the common call only loads).
   [[gnu::noinline]] home_link& create_home_link(finish_state& f);
-  finish_id id_of(const finish_state& f) const;
   /// @brief The id a message of `f` carries; creates a home finish's link on first use
   /// (which counts nothing: see record_send).
   finish_id send_id_of(finish_state& f);
+  /// @brief start_async and start_at: the head of an activity message of `f` running `code`,
+  /// then `extra` (scalars), in this thread's message buffer.
+  template <class... Extra>
+  std::vector<std::byte>& start_message(msg_kind kind, finish_state& f, const void* code,
+                                        const Extra&... extra);
   void apply_report(const finish_report& r, const std::vector<std::string>& errors);
   void complete_from_outside(finish_state& f);
   void send_cleanups(const home_link& link) noexcept;
