@@ -1,6 +1,8 @@
 // Per-destination coalescing (see coalescer.hpp for the design).
 #include "apgas/detail/coalescer.hpp"
 
+#include "apgas/detail/spin_lock.hpp"
+
 #include <stdexcept>
 #include <string>
 
@@ -45,7 +47,10 @@ std::string describe(const frame_error& error, place_id from) {
 // One destination. Everything but the atomics is guarded by `lock`.
 // alignas(64): slots of different destinations are written by different threads.
 struct alignas(64) coalescer::slot {
-  std::mutex lock;
+  // A spin lock: held for a copy of one message (or a buffer move), and almost never contended
+  // (one sender per destination at a time, usually); a mutex cost ~60 instructions per remote
+  // async, an eighth of its sending.
+  spin_lock lock;
   byte_buffer current;                ///< the buffer being filled
   std::uint32_t current_messages = 0; ///< logical messages in `current`
   clock::time_point due{};            ///< when `current` must leave (valid if non-empty)
@@ -75,7 +80,7 @@ void coalescer::lower_next_due(clock::time_point due) noexcept {
   const std::int64_t ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(due.time_since_epoch()).count();
   // relaxed: m_next_due is a hint that guards no data. Its only ordering need, that an
-  // appender's lowering is not overwritten by collect()'s reset, comes from the slot mutex
+  // appender's lowering is not overwritten by collect()'s reset, comes from the slot lock
   // (see collect()), and RMWs always act on the latest value.
   std::int64_t seen = m_next_due.load(std::memory_order_relaxed);
   while (ns < seen && !m_next_due.compare_exchange_weak(seen, ns, std::memory_order_relaxed)) {
@@ -107,7 +112,7 @@ void coalescer::start_buffer_locked(place_id to, slot& s, std::size_t frame_byte
 void coalescer::seal_locked(slot& s) {
   s.ready.push_back(sealed_buffer{std::move(s.current), s.current_messages});
   s.current_messages = 0;
-  // relaxed: a hint for collect_pending(); the buffer itself is published by the slot mutex.
+  // relaxed: a hint for collect_pending(); the buffer itself is published by the slot lock.
   m_ready.fetch_add(1, std::memory_order_relaxed);
 }
 

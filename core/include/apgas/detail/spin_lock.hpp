@@ -1,8 +1,11 @@
 // A small test-and-test-and-set lock for very short critical sections (a thief taking one
-// item, appending an exception). Never held across a suspension or a system call.
+// item, appending an exception, a frame appended to a coalescing buffer). Never held across a
+// suspension or a blocking call. Uncontended it costs one exchange and one store, against
+// ~60 instructions for a pthread mutex's lock and unlock.
 #pragma once
 
 #include <atomic>
+#include <thread>
 
 namespace apgas::detail {
 
@@ -27,7 +30,15 @@ public:
   void lock() noexcept {
     while (!try_lock()) {
       // relaxed: we only wait for the value to change; the exchange above acquires.
-      while (m_locked.load(std::memory_order_relaxed)) cpu_relax();
+      for (int spins = 0; m_locked.load(std::memory_order_relaxed); ++spins) {
+        cpu_relax();
+        // The holder may have been preempted (more threads than cores: places share
+        // cores): after a short spin, give our core away instead of burning the slice.
+        if (spins >= k_spins_before_yield) {
+          std::this_thread::yield();
+          spins = 0;
+        }
+      }
     }
   }
   void unlock() noexcept {
@@ -36,6 +47,8 @@ public:
   }
 
 private:
+  /// A critical section lasts well under a microsecond; a pause is ~30 ns on current x86.
+  static constexpr int k_spins_before_yield = 64;
   std::atomic<bool> m_locked{false};
 };
 
