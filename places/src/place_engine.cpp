@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <memory>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -327,6 +329,10 @@ std::vector<std::byte>& place_engine::start_async(finish_state& f, async_invoker
   return start_message(msg_kind::async, f, reinterpret_cast<const void*>(inv));
 }
 
+std::vector<std::byte>& place_engine::start_async(finish_state& f, plain_async_invoker inv) {
+  return start_message(msg_kind::plain_async, f, reinterpret_cast<const void*>(inv));
+}
+
 void place_engine::finish_async(place_id to, const std::vector<std::byte>& bytes) {
   m_counters.activities_sent.fetch_add(1, std::memory_order_relaxed);
   send_message(to, bytes);
@@ -379,6 +385,7 @@ void place_engine::on_message(place_id from, std::span<const std::byte> bytes) {
   byte_reader r(bytes);
   const auto kind = static_cast<msg_kind>(deserialize<std::uint8_t>(r));
   switch (kind) {
+  case msg_kind::plain_async: on_plain_async(r); break;
   case msg_kind::async: on_activity(from, r, false); break;
   case msg_kind::at: on_activity(from, r, true); break;
   case msg_kind::reply: on_reply(r); break;
@@ -423,15 +430,101 @@ proxy& place_engine::arrive(const finish_id& id) {
   return px; // alive: the arrival is unreported until this activity ends
 }
 
+namespace {
+
+/// Bytes of a plain async's entry before its arguments: code offset, argument bytes.
+constexpr std::size_t k_plain_entry_head = sizeof(std::int64_t) + sizeof(std::uint32_t);
+
+/// Largest batch of plain asyncs run on one frame: a stream of tiny asyncs (a counter update,
+/// a table update) then costs a frame, a deque push and a strand end per 64 asyncs instead
+/// of per async, while one batch of costly ones stays short next to a whole network message.
+constexpr std::size_t k_max_plain_batch = 64;
+
+/// The activity that runs a batch of plain asyncs of one finish: the entries of `block` from
+/// byte `begin` to byte `end`, one after the other. Each is an activity of `fs` of its own: an
+/// exception ends that one (gathered in `fs`, as a frame's would be), the next ones still run.
+task<> run_plain_batch(std::shared_ptr<const byte_buffer> block, std::size_t begin,
+                       std::size_t end, finish_state* fs) {
+  const std::byte* bytes = block->data();
+  for (std::size_t at = begin; at < end;) {
+    std::int64_t offset;
+    std::uint32_t length;
+    std::memcpy(&offset, bytes + at, sizeof offset);
+    std::memcpy(&length, bytes + at + sizeof offset, sizeof length);
+    byte_reader args(std::span(bytes + at + k_plain_entry_head, length));
+    at += k_plain_entry_head + length;
+    try {
+      reinterpret_cast<plain_async_invoker>(const_cast<void*>(place_engine::code_at(offset)))(
+          args);
+    } catch (...) { // the function threw, or its arguments did not deserialize
+      fs->add_exception(std::current_exception());
+    }
+  }
+  co_return;
+}
+
+} // namespace
+
+void place_engine::on_plain_async(byte_reader& r) {
+  const finish_id id = get_finish_id(r);
+  const auto offset = deserialize<std::int64_t>(r);
+  // Not counted yet, and not freed meanwhile (as in on_activity). The arguments are kept as
+  // bytes and deserialized when the batch runs: a failure then is that activity's exception.
+  proxy& px = find_proxy(id);
+  gather_arrivals_of(px);
+  if (m_plain_block == nullptr) [[unlikely]] {
+    m_plain_block = std::make_shared<byte_buffer>(m_plain_block_capacity);
+  }
+  byte_buffer& block = *m_plain_block;
+  const std::span<const std::byte> args = r.read_span(r.remaining());
+  const auto length = static_cast<std::uint32_t>(args.size()); // < 2 GiB: one network message
+  m_plain_starts.push_back(static_cast<std::uint32_t>(block.size()));
+  std::array<std::byte, k_plain_entry_head> head;
+  std::memcpy(head.data(), &offset, sizeof offset);
+  std::memcpy(head.data() + sizeof offset, &length, sizeof length);
+  block.append(head.data(), head.size());
+  block.append(args.data(), args.size());
+}
+
+std::size_t place_engine::batch_plain_arrivals() {
+  const std::size_t n = m_plain_starts.size();
+  if (n == 0) return 0;
+  // Every worker of the place should get several batches of a network message's worth
+  // (several: the asyncs may differ in cost); one worker gets the biggest batches.
+  const std::size_t workers = m_sched.worker_count();
+  const std::size_t per_batch =
+      workers <= 1 ? k_max_plain_batch : std::clamp<std::size_t>(n / (4 * workers), 1, k_max_plain_batch);
+  // The next block starts as big as this one: the next network message is probably alike.
+  m_plain_block_capacity = std::max(m_plain_block_capacity, m_plain_block->size());
+  std::shared_ptr<const byte_buffer> block = std::move(m_plain_block);
+  finish_state* fs = &m_arrivals_proxy->fs;
+  for (std::size_t first = 0; first < n; first += per_batch) {
+    const std::size_t last = std::min(first + per_batch, n);
+    const std::size_t end = last < n ? m_plain_starts[last] : block->size();
+    promise_base* p = &run_plain_batch(block, m_plain_starts[first], end, fs).release().promise();
+    p->m_finish = fs;
+    p->m_role = promise_base::role::strand;
+    p->m_parent = nullptr;
+    m_arrivals.push_back(p);
+  }
+  m_plain_starts.clear(); // keeps the capacity
+  return n;
+}
+
 void place_engine::flush_arrivals() noexcept {
-  if (m_arrivals.empty()) return;
+  if (m_arrivals.empty() && m_plain_starts.empty()) return;
   proxy& px = *m_arrivals_proxy;
+  // Batches of plain asyncs are strands of the finish like other arrivals, but hold several
+  // activities each: the proxy counts strands (to know when its part is quiet) and reports
+  // activities. Out of memory here cannot be reported to anyone: it ends the job (noexcept).
+  const std::size_t others = m_arrivals.size();
+  const std::size_t activities = others + batch_plain_arrivals();
   {
     std::lock_guard count_guard(px.lock);
     // relaxed: as in arrive(); the injects below come after, on this thread.
     px.fs.m_count.fetch_add(static_cast<std::int64_t>(m_arrivals.size()),
                             std::memory_order_relaxed);
-    px.tally.on_arrivals(m_arrivals.size());
+    px.tally.on_arrivals(activities);
   }
   // The proxy stays alive: its count now holds these activities until they end.
   for (promise_base* p : m_arrivals) m_sched.inject(as_independent(p));
@@ -471,10 +564,7 @@ void place_engine::on_activity(place_id from, byte_reader& r, bool is_at) {
   p->m_finish = &px.fs;
   p->m_role = promise_base::role::strand;
   p->m_parent = nullptr;
-  if (m_arrivals_proxy != &px) {
-    flush_arrivals();
-    m_arrivals_proxy = &px;
-  }
+  gather_arrivals_of(px);
   try {
     m_arrivals.push_back(p);
   } catch (...) { // out of memory: count and run it alone

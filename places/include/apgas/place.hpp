@@ -100,13 +100,11 @@ decltype(auto) apply_owned(std::tuple<Args...>& args) {
     return std::apply(f, args);
 }
 
+/// @brief A remote async of a coroutine function at the place it runs (a plain function runs
+/// in a batch instead, see run_plain_async).
 template <class F, class... Args>
 task<> async_body(std::tuple<Args...> args) {
-  if constexpr (is_task_v<typename remote_result<F, Args...>::raw>) {
-    co_await apply_owned<F>(args);
-  } else {
-    apply_owned<F>(args); // no second coroutine frame for a plain function
-  }
+  co_await apply_owned<F>(args);
 }
 
 /// @brief Turns the current exception into the text a remote_exception carries.
@@ -160,6 +158,14 @@ promise_base* make_async_activity(byte_reader& r) {
   return &async_body<F, Args...>(std::move(args)).release().promise();
 }
 
+/// @brief A remote async of a plain function at the place it runs: calls f on arguments
+/// deserialized from `r`, on the frame of the batch it arrived in (see place_engine).
+template <class F, class... Args>
+void run_plain_async(byte_reader& r) {
+  auto args = deserialize_all<Args...>(r);
+  apply_owned<F>(args);
+}
+
 template <class F, class... Args>
 promise_base* make_at_activity(byte_reader& r, reply_address to) {
   auto args = deserialize_all<Args...>(r);
@@ -170,11 +176,12 @@ promise_base* make_at_activity(byte_reader& r, reply_address to) {
 /// Keeps copies of the arguments, serialized straight into the message when awaited. The
 /// arguments are serialized before anything is counted: if that throws, the exception comes
 /// out of the co_await and the finish does not wait for an activity that was never sent.
-template <class... Args>
+/// Invoker is async_invoker (f is a coroutine: a frame per activity) or plain_async_invoker.
+template <class Invoker, class... Args>
 class async_at_awaiter {
 public:
   template <class... A>
-  async_at_awaiter(place_id to, async_invoker inv, A&&... args)
+  async_at_awaiter(place_id to, Invoker inv, A&&... args)
       : m_to(to), m_invoker(inv), m_args(std::forward<A>(args)...) {}
   bool await_ready() const noexcept { return false; }
   template <class P>
@@ -193,7 +200,7 @@ public:
 
 private:
   place_id m_to;
-  async_invoker m_invoker;
+  Invoker m_invoker;
   std::tuple<Args...> m_args;
 };
 
@@ -262,13 +269,16 @@ private:
 /// @brief Starts f(args...) as an activity at place p, governed by the caller's finish
 /// (wherever that finish lives). @throws bad_place if p is not a place.
 template <class F, class... Args>
-[[nodiscard]] detail::async_at_awaiter<std::decay_t<Args>...> async_at(place_id p, F,
-                                                                        Args&&... args) {
+[[nodiscard]] auto async_at(place_id p, F, Args&&... args) {
   detail::require_stateless<F>();
   detail::require_serializable_args<Args...>();
   detail::place_engine::current().check_place(p);
-  return detail::async_at_awaiter<std::decay_t<Args>...>(
-      p, &detail::make_async_activity<F, std::decay_t<Args>...>, std::forward<Args>(args)...);
+  if constexpr (detail::is_task_v<typename detail::remote_result<F, std::decay_t<Args>...>::raw>)
+    return detail::async_at_awaiter<detail::async_invoker, std::decay_t<Args>...>(
+        p, &detail::make_async_activity<F, std::decay_t<Args>...>, std::forward<Args>(args)...);
+  else // no frame per activity at p: the plain asyncs that arrive together share one
+    return detail::async_at_awaiter<detail::plain_async_invoker, std::decay_t<Args>...>(
+        p, &detail::run_plain_async<F, std::decay_t<Args>...>, std::forward<Args>(args)...);
 }
 
 /// @brief Runs f(args...) at place p and gives its value back; the caller suspends meanwhile

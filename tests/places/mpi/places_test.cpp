@@ -183,6 +183,97 @@ TEST(places, exceptions_of_remote_asyncs_reach_the_governing_finish) {
   EXPECT_EQ(caught, g_rt->places());
 }
 
+/// An argument that travels but refuses to be read at the other end (value < 0).
+struct unreadable_if_negative {
+  int value = 0;
+  template <class A>
+  void serialize(A& a) {
+    a & value;
+    if constexpr (std::is_same_v<A, apgas::input_archive>)
+      if (value < 0) throw std::runtime_error("unreadable");
+  }
+};
+
+TEST(places, plain_remote_asyncs_that_arrive_together_fail_one_by_one) {
+  // Plain-function asyncs that arrive in one network message run in batches at their place:
+  // each is still an activity of its own. Every 10th throws; the others all run, and the
+  // finish gathers exactly one exception per failure, after all of them ended.
+  constexpr int k_per_place = 1000;
+  const auto [failures, total] = g_rt->run([]() -> task<std::pair<std::size_t, long>> {
+    std::size_t failures = 0;
+    try {
+      co_await finish([]() -> task<> {
+        for (place_id p = 0; p < apgas::places(); ++p)
+          for (int i = 0; i < k_per_place; ++i)
+            co_await async_at(p, [](int k) {
+              if (k % 10 == 0) throw std::runtime_error("every tenth fails");
+              g_counter += 1;
+            }, i);
+      });
+    } catch (const apgas::multiple_exceptions& e) {
+      failures = e.exceptions().size();
+    }
+    co_return std::pair(failures, co_await collect_counters());
+  });
+  const long places = g_rt->places();
+  EXPECT_EQ(failures, static_cast<std::size_t>(places * k_per_place / 10));
+  EXPECT_EQ(total, places * k_per_place * 9 / 10);
+}
+
+TEST(places, an_argument_that_cannot_be_read_at_the_destination_fails_that_activity_only) {
+  // Plain functions (read when their batch runs) and coroutines (read when they arrive) alike.
+  const auto [failures, total] = g_rt->run([]() -> task<std::pair<std::size_t, long>> {
+    std::size_t failures = 0;
+    try {
+      co_await finish([]() -> task<> {
+        for (place_id p = 0; p < apgas::places(); ++p)
+          for (int i = -2; i < 3; ++i) {
+            co_await async_at(p, [](unreadable_if_negative) { g_counter += 1; },
+                              unreadable_if_negative{i});
+            co_await async_at(p, [](unreadable_if_negative) -> task<> {
+              g_counter += 1;
+              co_return;
+            }, unreadable_if_negative{i});
+          }
+      });
+    } catch (const apgas::multiple_exceptions& e) {
+      failures = e.exceptions().size();
+    }
+    co_return std::pair(failures, co_await collect_counters());
+  });
+  EXPECT_EQ(failures, 4u * g_rt->places());
+  EXPECT_EQ(total, 6L * g_rt->places());
+}
+
+std::atomic<int> g_started{0};
+
+TEST(places, plain_asyncs_that_arrive_together_still_spread_over_the_workers) {
+  // Two plain asyncs sent back to back (one network message): each waits until the other has
+  // started, so they pass only if two workers of the place run them at once, not one batch.
+  if (g_rt->places() < 2 || g_rt->threads() < 2) GTEST_SKIP() << "needs two places of 2 workers";
+  const std::string outcome = g_rt->run([]() -> task<std::string> {
+    g_started = 0;
+    std::string outcome = "both met";
+    try {
+      co_await finish([]() -> task<> {
+        for (int i = 0; i < 2; ++i)
+          co_await async_at(1, [] {
+            ++g_started;
+            // A deadline, not a sleep: the test fails (instead of hanging) if they never meet.
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+            while (g_started.load() < 2)
+              if (std::chrono::steady_clock::now() > deadline)
+                throw std::runtime_error("ran one after the other");
+          });
+      });
+    } catch (const apgas::multiple_exceptions& e) {
+      outcome = e.what();
+    }
+    co_return outcome;
+  });
+  EXPECT_EQ(outcome, "both met");
+}
+
 TEST(places, many_small_remote_asyncs_are_coalesced) {
   if (g_rt->places() < 2) GTEST_SKIP() << "needs two places";
   constexpr long k_asyncs = 100000;

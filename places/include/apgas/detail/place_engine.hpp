@@ -4,6 +4,8 @@
 //
 // Messages (one logical message each, coalesced by the transport):
 //   async    finish_id, code offset, arguments            -> an activity of a proxy finish
+//   plain    the same, for a function that does not suspend: those that arrive in a row for
+//            one finish run in batches (one frame per batch, see flush_arrivals)
 //   at       finish_id, code offset, reply token, args    -> the same, which replies at its end
 //   reply    token, ok flag, value bytes or error text    -> resumes the waiting `at`
 //   report   finish_id, completed, sent[], errors[]       -> home tally of a finish
@@ -12,6 +14,7 @@
 #pragma once
 
 #include "apgas/detail/activity.hpp"
+#include "apgas/detail/byte_buffer.hpp"
 #include "apgas/detail/finish_protocol.hpp"
 #include "apgas/detail/network.hpp"
 #include "apgas/detail/scheduler.hpp"
@@ -32,7 +35,15 @@
 
 namespace apgas::detail {
 
-enum class msg_kind : std::uint8_t { async = 1, at = 2, reply = 3, report = 4, cleanup = 5, run_end = 6 };
+enum class msg_kind : std::uint8_t {
+  async = 1,
+  at = 2,
+  reply = 3,
+  report = 4,
+  cleanup = 5,
+  run_end = 6,
+  plain_async = 7,
+};
 
 /// @brief Where the value of an `at` goes back to: a place and the waiting awaiter there.
 struct reply_address {
@@ -42,6 +53,9 @@ struct reply_address {
 
 /// @brief Creates the frame of an activity from its serialized arguments (at the receiver).
 using async_invoker = promise_base* (*)(byte_reader& args);
+/// @brief Runs an activity of a plain function (one that does not suspend) from its serialized
+/// arguments, on the frame of a batch of such activities (at the receiver).
+using plain_async_invoker = void (*)(byte_reader& args);
 /// @brief The same for the body of an `at`, which sends its value to `to` when it ends.
 using at_invoker = promise_base* (*)(byte_reader& args, reply_address to);
 
@@ -105,6 +119,8 @@ public:
   /// that order and without suspending in between. Counts nothing: if the arguments fail to
   /// serialize, the caller just drops the message.
   std::vector<std::byte>& start_async(finish_state& f, async_invoker inv);
+  /// @brief As above, for a plain function: the receiver runs it in a batch (see on_plain_async).
+  std::vector<std::byte>& start_async(finish_state& f, plain_async_invoker inv);
   /// @brief Sends an activity message begun by start_async. pre: record_send was called.
   void finish_async(place_id to, const std::vector<std::byte>& bytes);
   /// @brief As start_async, for the body of an `at` whose value comes back to `sink`.
@@ -158,6 +174,17 @@ public:
 private:
   void on_message(place_id from, std::span<const std::byte> bytes);
   void on_activity(place_id from, byte_reader& r, bool is_at);
+  void on_plain_async(byte_reader& r);
+  /// @brief Switches the arrivals being gathered to those of `px` (flushing another proxy's).
+  void gather_arrivals_of(proxy& px) noexcept {
+    if (m_arrivals_proxy != &px) {
+      flush_arrivals();
+      m_arrivals_proxy = &px;
+    }
+  }
+  /// @brief flush_arrivals' part for plain asyncs: their batches' frames, into m_arrivals.
+  /// @return the number of plain asyncs batched.
+  std::size_t batch_plain_arrivals();
   void on_reply(byte_reader& r);
   void on_report(place_id from, byte_reader& r);
   void on_cleanup(byte_reader& r);
@@ -208,6 +235,11 @@ private:
   // activity. Handler context only (the transport runs one poller at a time).
   proxy* m_arrivals_proxy = nullptr;
   std::vector<promise_base*> m_arrivals;
+  // Plain asyncs gathered likewise: entries [code offset, argument bytes, arguments] in one
+  // block that their batches share, and where each entry starts. Handler context only.
+  std::shared_ptr<byte_buffer> m_plain_block;
+  std::size_t m_plain_block_capacity = 0;
+  std::vector<std::uint32_t> m_plain_starts;
   proxy* m_last_arrival = nullptr;
   finish_id m_last_arrival_id;
   mutable std::mutex m_homes_mutex;   ///< guards m_homes and m_next_serial
