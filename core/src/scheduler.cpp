@@ -215,6 +215,7 @@ deque_item scheduler::find_work(worker& self) {
     if (delivered) {
       if (deque_item item = self.m_deque.pop()) return item;
       if (deque_item item = take_injected_batch(self)) return item;
+      self.m_served_messages = true; // handlers did all there was to do (see worker_main)
     }
   }
   const auto n = static_cast<unsigned>(m_workers.size());
@@ -266,6 +267,18 @@ void scheduler::worker_main(unsigned index) {
       m_gate.begin_search();
       idle_rounds = 0;
       continue;
+    }
+    if (self.m_served_messages) {
+      // Handlers ran and left no work (an `at` of a plain function runs in its handler): this
+      // worker was busy, so it starts a new spin like after running an item, and a watcher
+      // stops watching (it would sleep again at once and answer the next request late).
+      self.m_served_messages = false;
+      park_backoff = k_min_network_park;
+      if (watcher) {
+        watcher = false;
+        m_watcher_taken.store(false, std::memory_order_release); // see the exchange below
+      }
+      idle_rounds = 0;
     }
     network* net = m_network.load(std::memory_order_acquire);
     if (idle_rounds == 0) {

@@ -344,6 +344,14 @@ std::vector<std::byte>& place_engine::start_at(finish_state& f, at_invoker inv,
                        static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(sink)));
 }
 
+std::vector<std::byte>& place_engine::start_rpc(rpc_invoker inv, reply_sink* sink) {
+  std::vector<std::byte>& bytes = message_buffer();
+  put_head(bytes, static_cast<std::uint8_t>(msg_kind::rpc),
+           code_offset(reinterpret_cast<const void*>(inv)),
+           static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(sink)));
+  return bytes;
+}
+
 void place_engine::finish_at(place_id to, const std::vector<std::byte>& bytes) {
   m_counters.activities_sent.fetch_add(1, std::memory_order_relaxed);
   m_awaited.fetch_add(1, std::memory_order_relaxed); // relaxed: a hint, undone by the reply
@@ -386,6 +394,7 @@ void place_engine::on_message(place_id from, std::span<const std::byte> bytes) {
   const auto kind = static_cast<msg_kind>(deserialize<std::uint8_t>(r));
   switch (kind) {
   case msg_kind::plain_async: on_plain_async(r); break;
+  case msg_kind::rpc: on_rpc(from, r); break;
   case msg_kind::async: on_activity(from, r, false); break;
   case msg_kind::at: on_activity(from, r, true); break;
   case msg_kind::reply: on_reply(r); break;
@@ -572,6 +581,57 @@ void place_engine::on_activity(place_id from, byte_reader& r, bool is_at) {
     arrive(id);
     m_sched.inject(as_independent(p));
   }
+}
+
+namespace {
+/// An rpc body run as an activity (see on_rpc), on its own copy of the arguments.
+task<> run_rpc_later(std::vector<std::byte> args, rpc_invoker inv, reply_address to) {
+  byte_reader r(args);
+  inv(r, to);
+  co_return;
+}
+} // namespace
+
+void place_engine::on_rpc(place_id from, byte_reader& r) {
+  const auto offset = deserialize<std::int64_t>(r);
+  const reply_address to{from, deserialize<std::uint64_t>(r)};
+  auto inv = reinterpret_cast<rpc_invoker>(const_cast<void*>(code_at(offset)));
+  // Run here, now, unless this handler runs inside a strand (a busy worker's poll, a sender
+  // waiting for room): the body then could wait for something that strand holds (a lock, say)
+  // on the same thread, so it runs as an activity instead. A worker between strands, the
+  // watcher and a thread waiting for a run's end hold nothing of any activity.
+  // relaxed load and store, no read-modify-write: one poller at a time (see m_rpcs_served).
+  m_rpcs_served.store(m_rpcs_served.load(std::memory_order_relaxed) + 1,
+                      std::memory_order_relaxed);
+  if (const worker* w = t_worker; w == nullptr || w->m_between_strands) [[likely]] {
+    inv(r, to); // sends the value or the error; throws only if the reply cannot be sent
+    return;
+  }
+  const std::span<const std::byte> rest = r.read_span(r.remaining());
+  promise_base* p =
+      &run_rpc_later(std::vector<std::byte>(rest.begin(), rest.end()), inv, to).release().promise();
+  p->m_finish = &m_detached_rpcs;
+  p->m_role = promise_base::role::strand;
+  p->m_parent = nullptr;
+  // relaxed: published to whoever runs it by the inject below (as any spawn's count).
+  m_detached_rpcs.m_count.fetch_add(1, std::memory_order_relaxed);
+  m_sched.inject(as_independent(p));
+}
+
+bool place_engine::served_rpcs_lately() const noexcept {
+  // As long as the spin of an idle worker that expects messages (see scheduler.cpp).
+  constexpr std::int64_t k_rpc_alert_ns = 1'000'000;
+  const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count();
+  // relaxed: hints (see m_rpcs_served).
+  const std::uint64_t served = m_rpcs_served.load(std::memory_order_relaxed);
+  if (served != m_rpcs_noticed.load(std::memory_order_relaxed)) {
+    m_rpcs_noticed.store(served, std::memory_order_relaxed);
+    m_rpcs_noticed_at_ns.store(now, std::memory_order_relaxed);
+    return true;
+  }
+  return now - m_rpcs_noticed_at_ns.load(std::memory_order_relaxed) < k_rpc_alert_ns;
 }
 
 void place_engine::on_reply(byte_reader& r) {

@@ -114,23 +114,15 @@ std::string describe_current_exception();
 /// value (or the error) back. One coroutine frame for a plain function (a coroutine function
 /// is awaited inside it); the reply is written into a per-thread buffer, taken only after the
 /// value is computed (nothing suspends between taking it and sending).
-template <class F, class... Args>
-task<> at_body(std::tuple<Args...> args, reply_address to) {
-  using R = typename remote_result<F, Args...>::type;
-  constexpr bool is_coroutine = is_task_v<typename remote_result<F, Args...>::raw>;
-  std::conditional_t<std::is_void_v<R>, bool, std::optional<R>> value{};
-  std::exception_ptr error;
-  try {
-    if constexpr (std::is_void_v<R>) {
-      if constexpr (is_coroutine) co_await apply_owned<F>(args);
-      else apply_owned<F>(args);
-    } else {
-      if constexpr (is_coroutine) value.emplace(co_await apply_owned<F>(args));
-      else value.emplace(apply_owned<F>(args));
-    }
-  } catch (...) {
-    error = std::current_exception();
-  }
+/// @brief What an `at` body computed: its value (a bool for void), or the error it threw.
+template <class R>
+using at_value = std::conditional_t<std::is_void_v<R>, bool, std::optional<R>>;
+
+/// @brief Sends the reply of an `at` body: its value, or `error` (the body threw, or it did not
+/// even start), or the error of serializing the value. The reply is written into a per-thread
+/// buffer, taken only now that the value is computed.
+template <class R>
+void send_at_reply(reply_address to, std::exception_ptr error, at_value<R>& value) {
   std::vector<std::byte>& out = place_engine::message_buffer();
   std::size_t ok_at = 0;
   bool ok = true;
@@ -150,6 +142,41 @@ task<> at_body(std::tuple<Args...> args, reply_address to) {
     out.insert(out.end(), b, b + text.size());
   }
   place_engine::current().finish_reply(to.place, out, ok_at, ok);
+}
+
+/// @brief The activity of an `at` of a coroutine function at the place it runs: awaits
+/// f(args...), then sends the value (or the error) back. (An `at` of a plain function runs
+/// without a frame, see run_rpc.)
+template <class F, class... Args>
+task<> at_body(std::tuple<Args...> args, reply_address to) {
+  using R = typename remote_result<F, Args...>::type;
+  at_value<R> value{};
+  std::exception_ptr error;
+  try {
+    if constexpr (std::is_void_v<R>) co_await apply_owned<F>(args);
+    else value.emplace(co_await apply_owned<F>(args));
+  } catch (...) {
+    error = std::current_exception();
+  }
+  send_at_reply<R>(to, error, value);
+}
+
+/// @brief The body of an `at` of a plain function, where it arrives: deserializes the
+/// arguments, computes f(args...) and sends the value (or the error) back, all in the
+/// message handler (see place_engine::on_rpc).
+template <class F, class... Args>
+void run_rpc(byte_reader& r, reply_address to) {
+  using R = typename remote_result<F, Args...>::type;
+  at_value<R> value{};
+  std::exception_ptr error;
+  try {
+    auto args = deserialize_all<Args...>(r);
+    if constexpr (std::is_void_v<R>) apply_owned<F>(args);
+    else value.emplace(apply_owned<F>(args));
+  } catch (...) { // f threw, or its arguments did not deserialize
+    error = std::current_exception();
+  }
+  send_at_reply<R>(to, error, value);
 }
 
 template <class F, class... Args>
@@ -207,11 +234,13 @@ private:
 /// @brief co_await at(...): the caller suspends until the value (or the error) comes back.
 /// Keeps copies of the arguments, serialized straight into the message (before anything is
 /// counted or suspended: an argument that fails to serialize throws out of the co_await).
-template <class R, class... Args>
+/// Invoker is at_invoker (f is a coroutine: its body is an activity of the caller's finish at
+/// the other place) or rpc_invoker (a plain function: it runs in the handler, see on_rpc).
+template <class R, class Invoker, class... Args>
 class at_awaiter final : public reply_sink {
 public:
   template <class... A>
-  at_awaiter(place_id to, at_invoker inv, A&&... args)
+  at_awaiter(place_id to, Invoker inv, A&&... args)
       : m_to(to), m_invoker(inv), m_args(std::forward<A>(args)...) {}
   at_awaiter(const at_awaiter&) = delete;
   at_awaiter& operator=(const at_awaiter&) = delete;
@@ -222,11 +251,14 @@ public:
     require_apgas_caller<P>();
     place_engine& e = place_engine::current();
     m_caller = &caller.promise();
-    finish_state& f = *m_caller->m_finish;
-    std::vector<std::byte>& bytes = e.start_at(f, m_invoker, this);
+    constexpr bool is_rpc = std::is_same_v<Invoker, rpc_invoker>;
+    std::vector<std::byte>* message;
+    if constexpr (is_rpc) message = &e.start_rpc(m_invoker, this);
+    else message = &e.start_at(*m_caller->m_finish, m_invoker, this);
+    std::vector<std::byte>& bytes = *message;
     byte_writer w(bytes);
     std::apply([&w](const Args&... a) { serialize_all(w, a...); }, m_args);
-    e.record_send(f, m_to);
+    if constexpr (!is_rpc) e.record_send(*m_caller->m_finish, m_to);
     // Count what this worker leaves behind before the reply can resume us elsewhere.
     const std::coroutine_handle<> next = t_worker->suspend_for_external();
     e.finish_at(m_to, bytes); // from here on, `this` may be resumed
@@ -255,7 +287,7 @@ public:
 
 private:
   place_id m_to;
-  at_invoker m_invoker;
+  Invoker m_invoker;
   std::tuple<Args...> m_args;
   promise_base* m_caller = nullptr;
   bool m_ok = false;
@@ -292,8 +324,12 @@ template <class F, class... Args>
   static_assert(std::is_void_v<R> || serializable<R>,
                 "apgas: the value returned by the function given to at() must be serializable");
   detail::place_engine::current().check_place(p);
-  return detail::at_awaiter<R, std::decay_t<Args>...>(
-      p, &detail::make_at_activity<F, std::decay_t<Args>...>, std::forward<Args>(args)...);
+  if constexpr (detail::is_task_v<typename detail::remote_result<F, std::decay_t<Args>...>::raw>)
+    return detail::at_awaiter<R, detail::at_invoker, std::decay_t<Args>...>(
+        p, &detail::make_at_activity<F, std::decay_t<Args>...>, std::forward<Args>(args)...);
+  else // a remote procedure call: runs in p's message handler, no frame, no finish traffic
+    return detail::at_awaiter<R, detail::rpc_invoker, std::decay_t<Args>...>(
+        p, &detail::run_rpc<F, std::decay_t<Args>...>, std::forward<Args>(args)...);
 }
 
 } // namespace apgas

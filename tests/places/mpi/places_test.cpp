@@ -10,6 +10,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -291,6 +292,66 @@ TEST(places, many_small_remote_asyncs_are_coalesced) {
   }
 }
 
+TEST(places, an_at_of_a_plain_function_sends_no_finish_control_message) {
+  // It is a remote procedure call: its place runs it in its message handler, as no activity
+  // of any finish, so the caller's finish stays local (no report, no cleanup).
+  if (g_rt->places() < 2) GTEST_SKIP() << "needs two places";
+  const auto reports_before = g_rt->reports_sent();
+  const int sum = g_rt->run([]() -> task<int> {
+    int total = 0;
+    co_await finish([&total]() -> task<> {
+      for (int i = 0; i < 100; ++i) total += co_await at(1, [](int k) { return k; }, 1);
+    });
+    co_return total;
+  });
+  EXPECT_EQ(sum, 100);
+  EXPECT_EQ(g_rt->reports_sent() - reports_before, 0U);
+}
+
+std::atomic<bool> g_holding{false};
+std::atomic<bool> g_strand_ended{false};
+std::atomic<std::thread::id> g_holder{};
+
+TEST(places, a_plain_at_never_runs_inside_another_activity_on_its_thread) {
+  // Place 1 runs a long strand that spawns (a busy worker polls the network from inside its
+  // pushes) while place 0 sends `at`s there. Their bodies run in the message handler, but not
+  // in one run by a worker inside a strand: the body could wait for what that strand holds,
+  // on the same thread. Here the body waits while the strand "holds" on the body's own thread;
+  // inside the strand that would never end, so it gives up after a deadline and fails.
+  if (g_rt->places() < 2) GTEST_SKIP() << "needs two places";
+  const std::string outcome = g_rt->run([]() -> task<std::string> {
+    g_holding = false;
+    g_strand_ended = false;
+    std::string outcome = "ok";
+    try {
+      co_await finish([]() -> task<> {
+        co_await async_at(1, []() -> task<> {
+          g_holder = std::this_thread::get_id();
+          g_holding = true;
+          for (int i = 0; i < 200000; ++i) {
+            co_await apgas::async([] {});
+            g_holder = std::this_thread::get_id(); // the strand may have moved
+          }
+          g_holding = false;
+          g_strand_ended = true;
+        });
+        for (bool ended = false; !ended;)
+          ended = co_await at(1, [] {
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+            while (g_holding.load() && g_holder.load() == std::this_thread::get_id())
+              if (std::chrono::steady_clock::now() > deadline)
+                throw std::runtime_error("ran inside another activity's strand");
+            return g_strand_ended.load();
+          });
+      });
+    } catch (const std::exception& e) {
+      outcome = e.what();
+    }
+    co_return outcome;
+  });
+  EXPECT_EQ(outcome, "ok");
+}
+
 TEST(places, a_proxy_that_goes_quiet_again_and_again_reports_fewer_times) {
   // 1000 `at`s in sequence, in one finish: place 1's part of the finish goes quiet after each
   // one. Its first report leaves at once; a later one waits until the part has been quiet
@@ -304,18 +365,21 @@ TEST(places, a_proxy_that_goes_quiet_again_and_again_reports_fewer_times) {
   const auto before = g_rt->reports_sent();
   const auto [sum, slow] = g_rt->run([delay_cap]() -> task<std::pair<int, int>> {
     using clock = std::chrono::steady_clock;
+    // A coroutine body: an activity of the finish at place 1 (a plain function would be a
+    // remote procedure call, no activity of any finish, and place 1 would report nothing).
+    constexpr auto echo = [](int k) -> task<int> { co_return k; };
     int total = 0;
     int slow_rounds = 0;
     co_await finish([&]() -> task<> {
       // Place 1's part began before the first `at` returned: its age is at least the time
       // since then, so the delay it waits is at least a quarter of that (capped). A round trip
       // of at least half that bound (a margin for clocks and polls) may end a quiet spell.
-      total += co_await at(1, [](int k) { return k; }, 1);
+      total += co_await at(1, echo, 1);
       ++slow_rounds; // the first round trip may report (it is the first report)
       const auto first_return = clock::now();
       for (int i = 1; i < k_rounds; ++i) {
         const auto t0 = clock::now();
-        total += co_await at(1, [](int k) { return k; }, 1);
+        total += co_await at(1, echo, 1);
         const auto round_trip = clock::now() - t0;
         const auto delay_at_least = std::min<clock::duration>((t0 - first_return) / 4, delay_cap);
         if (round_trip * 2 >= delay_at_least) ++slow_rounds;

@@ -76,6 +76,8 @@ public:
   /// message handlers it runs then put the work they create straight into its deque, which
   /// holds no continuation at that point (see scheduler::inject). Owner only.
   bool m_between_strands = false;
+  /// Set by find_work when its network poll delivered messages but left no work. Owner only.
+  bool m_served_messages = false;
 
   /// Pushes between two network polls of a busy worker: rare enough to cost nothing per
   /// spawn, often enough (microseconds apart in fine-grained code) that other places' `at`

@@ -7,6 +7,8 @@
 //   plain    the same, for a function that does not suspend: those that arrive in a row for
 //            one finish run in batches (one frame per batch, see flush_arrivals)
 //   at       finish_id, code offset, reply token, args    -> the same, which replies at its end
+//   rpc      code offset, reply token, args               -> an `at` of a plain function: runs
+//            where it arrives, in the handler (see on_rpc), and is no activity of any finish
 //   reply    token, ok flag, value bytes or error text    -> resumes the waiting `at`
 //   report   finish_id, completed, sent[], errors[]       -> home tally of a finish
 //   cleanup  finish_id                                    -> frees the proxy (finish ended)
@@ -43,6 +45,7 @@ enum class msg_kind : std::uint8_t {
   cleanup = 5,
   run_end = 6,
   plain_async = 7,
+  rpc = 8,
 };
 
 /// @brief Where the value of an `at` goes back to: a place and the waiting awaiter there.
@@ -58,6 +61,9 @@ using async_invoker = promise_base* (*)(byte_reader& args);
 using plain_async_invoker = void (*)(byte_reader& args);
 /// @brief The same for the body of an `at`, which sends its value to `to` when it ends.
 using at_invoker = promise_base* (*)(byte_reader& args, reply_address to);
+/// @brief Runs the body of an `at` of a plain function from its serialized arguments and
+/// sends its value (or its error) to `to`. Throws only if the reply cannot be sent.
+using rpc_invoker = void (*)(byte_reader& args, reply_address to);
 
 /// @brief Receives the reply of an `at` (the awaiter, at the caller's place).
 class reply_sink {
@@ -105,7 +111,8 @@ public:
   void flush() noexcept override;
   bool expecting_messages() const noexcept override {
     // relaxed: a hint for how long an idle worker waits before it parks.
-    return m_awaited.load(std::memory_order_relaxed) > 0 || reports_waiting();
+    return m_awaited.load(std::memory_order_relaxed) > 0 || reports_waiting() ||
+           served_rpcs_lately();
   }
 
   // ---- used by async_at / at ----
@@ -125,7 +132,13 @@ public:
   void finish_async(place_id to, const std::vector<std::byte>& bytes);
   /// @brief As start_async, for the body of an `at` whose value comes back to `sink`.
   std::vector<std::byte>& start_at(finish_state& f, at_invoker inv, reply_sink* sink);
-  /// @brief Sends a message begun by start_at at once (somebody waits for its answer).
+  /// @brief As start_at, for a plain function: it runs as soon as it arrives, inside the
+  /// message handler of `to`, and is no activity of any finish (it cannot start one, and the
+  /// caller's strand, suspended until the reply, keeps the caller's finish open meanwhile).
+  /// Send it with finish_at; record_send is not called for it.
+  std::vector<std::byte>& start_rpc(rpc_invoker inv, reply_sink* sink);
+  /// @brief Sends a message begun by start_at or start_rpc at once (somebody waits for its
+  /// answer).
   /// pre: record_send was called.
   void finish_at(place_id to, const std::vector<std::byte>& bytes);
   /// @brief Sends the value (or the error text) of an `at` body back.
@@ -175,6 +188,10 @@ private:
   void on_message(place_id from, std::span<const std::byte> bytes);
   void on_activity(place_id from, byte_reader& r, bool is_at);
   void on_plain_async(byte_reader& r);
+  void on_rpc(place_id from, byte_reader& r);
+  /// @brief True if this place ran an rpc in the last k_rpc_alert (out of line: reads the clock;
+  /// only idle workers ask).
+  bool served_rpcs_lately() const noexcept;
   /// @brief Switches the arrivals being gathered to those of `px` (flushing another proxy's).
   void gather_arrivals_of(proxy& px) noexcept {
     if (m_arrivals_proxy != &px) {
@@ -262,10 +279,23 @@ private:
   /// Ends of place 0's runs not yet taken by run() here: place 0 may be several runs ahead.
   std::deque<std::pair<bool, std::vector<std::byte>>> m_run_ends;
 
+  /// The finish of rpc bodies that arrive while the handler runs inside a strand and so run as
+  /// activities (see on_rpc): never waited for, its count never falls to zero (the one it
+  /// starts with is never released), and nothing it runs can fail (failures are replied).
+  finish_state m_detached_rpcs{policy::help_first};
+
   engine_counters m_counters;
   /// `at` replies and remote parts of home finishes this place waits for (a hint for idle
   /// workers, see expecting_messages).
   std::atomic<std::int64_t> m_awaited{0};
+  /// A place that just answered an `at` probably gets the next one soon (a caller doing them in
+  /// a row): it keeps polling instead of parking (a parked place answers only when its watcher
+  /// wakes, up to a millisecond later). The handler counts rpcs (cheap, no clock); idle
+  /// workers notice a change and note when. All relaxed: hints, written by one poller at a
+  /// time (the transport's poll lock orders them) or racing idle workers (either value will do).
+  std::atomic<std::uint64_t> m_rpcs_served{0};
+  mutable std::atomic<std::uint64_t> m_rpcs_noticed{0};
+  mutable std::atomic<std::int64_t> m_rpcs_noticed_at_ns{0};
 };
 
 } // namespace apgas::detail
