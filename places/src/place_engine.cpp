@@ -390,10 +390,17 @@ void place_engine::send_reply(reply_address to, bool ok, std::span<const std::by
 // ---- receiving -------------------------------------------------------------------------------
 
 void place_engine::on_message(place_id from, std::span<const std::byte> bytes) {
+  // The common message first, without the switch's frame: a stream of remote asyncs.
+  if (!bytes.empty() && bytes[0] == std::byte{static_cast<std::uint8_t>(msg_kind::plain_async)})
+    [[likely]] return on_plain_async(bytes.subspan(1));
+  on_other_message(from, bytes);
+}
+
+void place_engine::on_other_message(place_id from, std::span<const std::byte> bytes) {
   byte_reader r(bytes);
   const auto kind = static_cast<msg_kind>(deserialize<std::uint8_t>(r));
   switch (kind) {
-  case msg_kind::plain_async: on_plain_async(r); break;
+  case msg_kind::plain_async: on_plain_async(r.read_span(r.remaining())); break;
   case msg_kind::rpc: on_rpc(from, r); break;
   case msg_kind::async: on_activity(from, r, false); break;
   case msg_kind::at: on_activity(from, r, true); break;
@@ -441,27 +448,24 @@ proxy& place_engine::arrive(const finish_id& id) {
 
 namespace {
 
-/// Bytes of a plain async's entry before its arguments: code offset, argument bytes.
-constexpr std::size_t k_plain_entry_head = sizeof(std::int64_t) + sizeof(std::uint32_t);
-
 /// Largest batch of plain asyncs run on one frame: a stream of tiny asyncs (a counter update,
 /// a table update) then costs a frame, a deque push and a strand end per 64 asyncs instead
 /// of per async, while one batch of costly ones stays short next to a whole network message.
 constexpr std::size_t k_max_plain_batch = 64;
 
-/// The activity that runs a batch of plain asyncs of one finish: the entries of `block` from
-/// byte `begin` to byte `end`, one after the other. Each is an activity of `fs` of its own: an
-/// exception ends that one (gathered in `fs`, as a frame's would be), the next ones still run.
-task<> run_plain_batch(std::shared_ptr<const byte_buffer> block, std::size_t begin,
-                       std::size_t end, finish_state* fs) {
-  const std::byte* bytes = block->data();
-  for (std::size_t at = begin; at < end;) {
+/// The activity that runs a batch of plain asyncs of one finish: entries [first, last) of
+/// `arrived`, one after the other. Each is an activity of `fs` of its own: an exception ends
+/// that one (gathered in `fs`, as a frame's would be), the next ones still run.
+task<> run_plain_batch(std::shared_ptr<const plain_arrivals> arrived, std::size_t first,
+                       std::size_t last, finish_state* fs) {
+  const std::byte* bytes = arrived->bytes.data();
+  const std::vector<std::uint32_t>& starts = arrived->starts;
+  for (std::size_t i = first; i < last; ++i) {
+    const std::size_t begin = starts[i];
+    const std::size_t end = i + 1 < starts.size() ? starts[i + 1] : arrived->bytes.size();
     std::int64_t offset;
-    std::uint32_t length;
-    std::memcpy(&offset, bytes + at, sizeof offset);
-    std::memcpy(&length, bytes + at + sizeof offset, sizeof length);
-    byte_reader args(std::span(bytes + at + k_plain_entry_head, length));
-    at += k_plain_entry_head + length;
+    std::memcpy(&offset, bytes + begin, sizeof offset);
+    byte_reader args(std::span(bytes + begin + sizeof offset, end - begin - sizeof offset));
     try {
       reinterpret_cast<plain_async_invoker>(const_cast<void*>(place_engine::code_at(offset)))(
           args);
@@ -474,54 +478,55 @@ task<> run_plain_batch(std::shared_ptr<const byte_buffer> block, std::size_t beg
 
 } // namespace
 
-void place_engine::on_plain_async(byte_reader& r) {
-  const finish_id id = get_finish_id(r);
-  const auto offset = deserialize<std::int64_t>(r);
+void place_engine::on_plain_async(std::span<const std::byte> message) {
+  // The head in one bounds check: finish id, then the code offset that starts the entry.
+  byte_reader r(message);
+  const std::byte* head = r.read_span(sizeof(place_id) + sizeof(std::uint64_t) + sizeof(std::int64_t)).data();
+  finish_id id;
+  std::memcpy(&id.home, head, sizeof id.home);
+  std::memcpy(&id.serial, head + sizeof id.home, sizeof id.serial);
   // Not counted yet, and not freed meanwhile (as in on_activity). The arguments are kept as
   // bytes and deserialized when the batch runs: a failure then is that activity's exception.
   proxy& px = find_proxy(id);
   gather_arrivals_of(px);
-  if (m_plain_block == nullptr) [[unlikely]] {
-    m_plain_block = std::make_shared<byte_buffer>(m_plain_block_capacity);
+  if (m_plain == nullptr) [[unlikely]] {
+    m_plain = std::make_shared<plain_arrivals>();
+    m_plain->bytes.reserve(m_plain_capacity.first);
+    m_plain->starts.reserve(m_plain_capacity.second);
   }
-  byte_buffer& block = *m_plain_block;
-  const std::span<const std::byte> args = r.read_span(r.remaining());
-  const auto length = static_cast<std::uint32_t>(args.size()); // < 2 GiB: one network message
-  m_plain_starts.push_back(static_cast<std::uint32_t>(block.size()));
-  std::array<std::byte, k_plain_entry_head> head;
-  std::memcpy(head.data(), &offset, sizeof offset);
-  std::memcpy(head.data() + sizeof offset, &length, sizeof length);
-  block.append(head.data(), head.size());
-  block.append(args.data(), args.size());
+  // The entry is the rest of the message as it came: code offset, then the arguments.
+  const std::size_t entry_at = sizeof id.home + sizeof id.serial;
+  m_plain->starts.push_back(static_cast<std::uint32_t>(m_plain->bytes.size())); // < 2 GiB
+  m_plain->bytes.append(message.data() + entry_at, message.size() - entry_at);
 }
 
 std::size_t place_engine::batch_plain_arrivals() {
-  const std::size_t n = m_plain_starts.size();
-  if (n == 0) return 0;
+  if (m_plain == nullptr) return 0;
+  const std::size_t n = m_plain->starts.size();
   // Every worker of the place should get several batches of a network message's worth
   // (several: the asyncs may differ in cost); one worker gets the biggest batches.
   const std::size_t workers = m_sched.worker_count();
   const std::size_t per_batch =
-      workers <= 1 ? k_max_plain_batch : std::clamp<std::size_t>(n / (4 * workers), 1, k_max_plain_batch);
-  // The next block starts as big as this one: the next network message is probably alike.
-  m_plain_block_capacity = std::max(m_plain_block_capacity, m_plain_block->size());
-  std::shared_ptr<const byte_buffer> block = std::move(m_plain_block);
+      workers <= 1 ? k_max_plain_batch
+                   : std::clamp<std::size_t>(n / (4 * workers), 1, k_max_plain_batch);
+  // The next arrivals start as big as these: the next network message is probably alike.
+  m_plain_capacity = {std::max(m_plain_capacity.first, m_plain->bytes.size()),
+                      std::max(m_plain_capacity.second, n)};
+  std::shared_ptr<const plain_arrivals> arrived = std::move(m_plain);
   finish_state* fs = &m_arrivals_proxy->fs;
   for (std::size_t first = 0; first < n; first += per_batch) {
     const std::size_t last = std::min(first + per_batch, n);
-    const std::size_t end = last < n ? m_plain_starts[last] : block->size();
-    promise_base* p = &run_plain_batch(block, m_plain_starts[first], end, fs).release().promise();
+    promise_base* p = &run_plain_batch(arrived, first, last, fs).release().promise();
     p->m_finish = fs;
     p->m_role = promise_base::role::strand;
     p->m_parent = nullptr;
     m_arrivals.push_back(p);
   }
-  m_plain_starts.clear(); // keeps the capacity
   return n;
 }
 
 void place_engine::flush_arrivals() noexcept {
-  if (m_arrivals.empty() && m_plain_starts.empty()) return;
+  if (m_arrivals.empty() && m_plain == nullptr) return;
   proxy& px = *m_arrivals_proxy;
   // Batches of plain asyncs are strands of the finish like other arrivals, but hold several
   // activities each: the proxy counts strands (to know when its part is quiet) and reports

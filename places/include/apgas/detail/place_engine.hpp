@@ -86,6 +86,12 @@ struct engine_counters {
 struct proxy;
 struct home_link;
 
+/// @brief Plain asyncs of one finish delivered in a row, shared by the batches that run them.
+struct plain_arrivals {
+  byte_buffer bytes;                 ///< entries, each a code offset then the arguments
+  std::vector<std::uint32_t> starts; ///< where each entry starts in `bytes`
+};
+
 /// @brief The engine of this place. Thread-safety: any thread unless stated otherwise.
 class place_engine final : public network {
 public:
@@ -187,7 +193,10 @@ public:
 private:
   void on_message(place_id from, std::span<const std::byte> bytes);
   void on_activity(place_id from, byte_reader& r, bool is_at);
-  void on_plain_async(byte_reader& r);
+  /// @brief The part of on_message that is not a plain async (out of line: see on_message).
+  [[gnu::noinline]] void on_other_message(place_id from, std::span<const std::byte> bytes);
+  /// @param message the message after its kind
+  void on_plain_async(std::span<const std::byte> message);
   void on_rpc(place_id from, byte_reader& r);
   /// @brief True if this place ran an rpc in the last k_rpc_alert (out of line: reads the clock;
   /// only idle workers ask).
@@ -252,11 +261,10 @@ private:
   // activity. Handler context only (the transport runs one poller at a time).
   proxy* m_arrivals_proxy = nullptr;
   std::vector<promise_base*> m_arrivals;
-  // Plain asyncs gathered likewise: entries [code offset, argument bytes, arguments] in one
-  // block that their batches share, and where each entry starts. Handler context only.
-  std::shared_ptr<byte_buffer> m_plain_block;
-  std::size_t m_plain_block_capacity = 0;
-  std::vector<std::uint32_t> m_plain_starts;
+  // Plain asyncs gathered likewise (null: none), and the sizes to reserve for the next ones.
+  // Handler context only.
+  std::shared_ptr<plain_arrivals> m_plain;
+  std::pair<std::size_t, std::size_t> m_plain_capacity{0, 0};
   proxy* m_last_arrival = nullptr;
   finish_id m_last_arrival_id;
   mutable std::mutex m_homes_mutex;   ///< guards m_homes and m_next_serial
