@@ -251,19 +251,27 @@ home_link& place_engine::create_home_link(finish_state& f) {
   return *static_cast<home_link*>(f.m_remote);
 }
 
+namespace {
+// Out of line and cold: keeps record_send's frame small (it runs for every remote activity).
+[[noreturn, gnu::cold, gnu::noinline]] void throw_spmd_nested() {
+  throw std::logic_error("apgas: an activity of a finish_pattern::spmd finish started a "
+                         "remote activity in it (use a nested finish for that)");
+}
+[[noreturn, gnu::cold, gnu::noinline]] void throw_spmd_second(place_id to) {
+  throw std::logic_error(fmt::format("apgas: a finish_pattern::spmd finish started a second "
+                                     "activity at place {}", to));
+}
+} // namespace
+
 void place_engine::record_send(finish_state& f, place_id to) {
   if (f.m_reopenable) {
     auto* px = static_cast<proxy*>(f.m_remote);
-    if (is_spmd(px->id))
-      throw std::logic_error("apgas: an activity of a finish_pattern::spmd finish started a "
-                             "remote activity in it (use a nested finish for that)");
+    if (is_spmd(px->id)) throw_spmd_nested();
     px->tally.on_send(to);
     return;
   }
   home_link& link = home_link_of(f);
-  if (!link.touch(to) && is_spmd(link.id))
-    throw std::logic_error(fmt::format("apgas: a finish_pattern::spmd finish started a second "
-                                       "activity at place {}", to));
+  if (!link.touch(to) && is_spmd(link.id)) throw_spmd_second(to);
   // The remote part of f is one more strand of f while it is open. relaxed: the caller is a
   // live strand of f, and the message that could close the part is sent after this.
   if (link.tally.on_send(to)) {

@@ -44,6 +44,15 @@ std::string describe(const frame_error& error, place_id from) {
 
 // ---- coalescer ------------------------------------------------------------------------------
 
+namespace {
+// Out of line and cold: the string building would otherwise enlarge the frames (register
+// saves) of append() and take_alone(), which run for every message.
+[[noreturn, gnu::cold, gnu::noinline]] void throw_too_long(std::size_t bytes) {
+  throw std::length_error("apgas transport: message of " + std::to_string(bytes) +
+                          " bytes exceeds the limit of " + std::to_string(k_max_message_bytes));
+}
+} // namespace
+
 // One destination. Everything but the atomics is guarded by `lock`.
 // alignas(64): slots of different destinations are written by different threads.
 struct alignas(64) coalescer::slot {
@@ -118,8 +127,7 @@ void coalescer::seal_locked(slot& s) {
 
 bool coalescer::append(place_id to, std::span<const std::byte> message) {
   if (message.size() > k_max_message_bytes)
-    throw std::length_error("apgas transport: message of " + std::to_string(message.size()) +
-                            " bytes exceeds the limit of " + std::to_string(k_max_message_bytes));
+    throw_too_long(message.size());
   const std::size_t frame_bytes = k_frame_header + message.size();
   slot& s = m_slots[to];
   bool sealed = false;
@@ -147,8 +155,7 @@ bool coalescer::append(place_id to, std::span<const std::byte> message) {
 std::optional<sealed_buffer> coalescer::take_alone(place_id to,
                                                   std::span<const std::byte> message) {
   if (message.size() > k_max_message_bytes)
-    throw std::length_error("apgas transport: message of " + std::to_string(message.size()) +
-                            " bytes exceeds the limit of " + std::to_string(k_max_message_bytes));
+    throw_too_long(message.size());
   const std::size_t frame_bytes = k_frame_header + message.size();
   slot& s = m_slots[to];
   std::lock_guard lock(s.lock);

@@ -23,10 +23,17 @@ transport_base::transport_base(place_id here, place_id places, const transport_o
 
 // ---- sending --------------------------------------------------------------------------------
 
+namespace {
+// Out of line and cold (see coalescer.cpp's throw_too_long).
+[[noreturn, gnu::cold, gnu::noinline]] void throw_bad_destination(place_id to, place_id places) {
+  throw std::out_of_range("apgas transport: send to place " + std::to_string(to) + " of " +
+                          std::to_string(places));
+}
+} // namespace
+
 void transport_base::send(place_id to, std::span<const std::byte> message) {
   if (to >= m_places)
-    throw std::out_of_range("apgas transport: send to place " + std::to_string(to) + " of " +
-                            std::to_string(m_places));
+    throw_bad_destination(to, m_places);
   // A full buffer leaves at once if the network is free; otherwise the current holder of the
   // network lock, or the next poll, sends it (never block a sender on the network).
   if (m_coalescer.append(to, message))
@@ -37,8 +44,7 @@ void transport_base::send(place_id to, std::span<const std::byte> message) {
 
 void transport_base::send_now(place_id to, std::span<const std::byte> message) {
   if (to >= m_places)
-    throw std::out_of_range("apgas transport: send to place " + std::to_string(to) + " of " +
-                            std::to_string(m_places));
+    throw_bad_destination(to, m_places);
   bool sent = false;
   if (to != m_here) {
     // Under the network lock, so that nothing appended to `to` after this message can be
