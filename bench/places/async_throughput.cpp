@@ -2,11 +2,15 @@
 // async_at, each carrying one 8-byte argument that place 1 adds to a counter.
 //
 //   mpiexec -n 2 ... bench_async_throughput [--asyncs K] [--reps R] [--watchdog-s 300]
-//                                           [--coalesce yes|no] [runtime flags]
+//                                           [--compare yes|no] [runtime flags]
 //
-// Coalescing is an option of the runtime (one per process), so coalescing on and off are two
-// runs of this program; run_async_throughput.sh runs both and prints the ratio. The last line
-// is machine-readable: `RESULT coalesce=<yes|no> asyncs_per_s=<median over reps>`.
+// --compare yes (default): coalescing on and off in the same run, in pairs of reps (on, then
+// off: runtime::set_coalescing at every place between the two), so that both halves of a pair
+// see the machine in the same state; the ratio is the median of the pairs' ratios. The last
+// line is machine-readable:
+//   `RESULT compare on_asyncs_per_s=<median> off_asyncs_per_s=<median> ratio=<median ratio>`.
+// --compare no: every rep with the runtime's --coalesce setting;
+//   `RESULT coalesce=<yes|no> asyncs_per_s=<median over reps>`.
 //
 // The time is that of the whole finish: sending K asyncs, running them at place 1 and the
 // distributed termination that tells place 0 they all ended. Checked: place 1 received
@@ -65,6 +69,9 @@ int main(int argc, char** argv) {
   const auto k = f.get<std::uint64_t>("--asyncs", 1'000'000);
   const int reps = f.get("--reps", 5);
   const double watchdog_s = f.get("--watchdog-s", 300.0);
+  const std::string compare_flag = f.get<std::string>("--compare", "yes");
+  if (compare_flag != "yes" && compare_flag != "no") fail("--compare takes yes or no");
+  const bool compare = compare_flag == "yes";
   f.done();
   const int level = init_mpi(argc, argv);
   if (world_size() < 2) fail("needs at least 2 MPI ranks (mpiexec -n 2)");
@@ -76,13 +83,22 @@ int main(int argc, char** argv) {
   rt.run([&]() -> apgas::task<> {
     co_await one_rep(std::min<std::uint64_t>(k, 10'000));
   });
-  std::vector<rep_result> results;
+  std::vector<rep_result> results;     // with the runtime's setting, or coalescing on
+  std::vector<rep_result> off_results; // --compare: the other half of each pair
   static const char* const rep_names[] = {"rep 0", "rep 1", "rep 2", "rep 3", "rep 4",
                                           "rep 5", "rep 6", "rep 7", "rep 8", "rep >= 9"};
   for (int r = 0; r < reps; ++r) {
     watchdog::phase() = rep_names[std::min(r, 9)];
+    if (!compare) {
+      results.push_back(rt.run(one_rep(k)));
+      continue;
+    }
+    rt.set_coalescing(true); // every place runs this main: the switch is made at each
     results.push_back(rt.run(one_rep(k)));
+    rt.set_coalescing(false);
+    off_results.push_back(rt.run(one_rep(k)));
   }
+  rt.set_coalescing(rt.opts().coalesce);
   watchdog::phase() = "report";
 
   if (rt.here() == 0) {
@@ -90,26 +106,43 @@ int main(int argc, char** argv) {
                "from place 0\n",
                k);
     fmt::print("  {}\n\n", describe(rt, level));
-    fmt::print("| rep | seconds | asyncs/s | logical msgs | MPI msgs | asyncs per MPI msg |\n");
-    fmt::print("|---:|---:|---:|---:|---:|---:|\n");
-    std::vector<double> rates;
+    fmt::print("| rep | coalescing | seconds | asyncs/s | logical msgs | MPI msgs | asyncs per MPI msg |\n");
+    fmt::print("|---:|---|---:|---:|---:|---:|---:|\n");
     const std::uint64_t expected_sum = k * (k + 1) / 2;
-    for (std::size_t r = 0; r < results.size(); ++r) {
-      const rep_result& x = results[r];
+    const auto rate_of = [&](const rep_result& x, std::size_t r, bool on) {
       if (x.count != k || x.sum != expected_sum)
         fail(fmt::format("rep {}: place 1 received {} asyncs summing to {}, expected {} and {}",
                          r, x.count, x.sum, k, expected_sum));
       const double rate = static_cast<double>(k) / x.seconds;
-      rates.push_back(rate);
-      fmt::print("| {} | {:.3f} | {:.0f} | {} | {} | {:.1f} |\n", r, x.seconds, rate,
-                 x.messages.logical, x.messages.mpi,
+      fmt::print("| {} | {} | {:.3f} | {:.0f} | {} | {} | {:.1f} |\n", r, on ? "on" : "off",
+                 x.seconds, rate, x.messages.logical, x.messages.mpi,
                  static_cast<double>(k) / static_cast<double>(x.messages.mpi));
+      return rate;
+    };
+    std::vector<double> rates, off_rates, ratios;
+    for (std::size_t r = 0; r < results.size(); ++r) {
+      rates.push_back(rate_of(results[r], r, compare || rt.opts().coalesce));
+      if (!compare) continue;
+      off_rates.push_back(rate_of(off_results[r], r, false));
+      ratios.push_back(rates.back() / off_rates.back());
     }
     const summary s = summarize(rates);
     fmt::print("\nchecked: every rep delivered {} asyncs, argument sum {}\n", k, expected_sum);
-    fmt::print("median {:.0f} asyncs/s, best {:.0f}\n", s.median, *std::max_element(rates.begin(), rates.end()));
-    fmt::print("RESULT coalesce={} asyncs_per_s={:.0f}\n", rt.opts().coalesce ? "yes" : "no",
-               s.median);
+    if (!compare) {
+      fmt::print("median {:.0f} asyncs/s, best {:.0f}\n", s.median,
+                 *std::max_element(rates.begin(), rates.end()));
+      fmt::print("RESULT coalesce={} asyncs_per_s={:.0f}\n", rt.opts().coalesce ? "yes" : "no",
+                 s.median);
+    } else {
+      const summary off = summarize(off_rates);
+      const summary ratio = summarize(ratios);
+      fmt::print("median asyncs/s: coalescing on {:.0f}, off {:.0f}; ratio of each pair: "
+                 "median {:.1f}x, lowest {:.1f}x (target >= 10x): {}\n",
+                 s.median, off.median, ratio.median, ratio.min,
+                 ratio.median >= 10 ? "PASS" : "MISS");
+      fmt::print("RESULT compare on_asyncs_per_s={:.0f} off_asyncs_per_s={:.0f} ratio={:.2f}\n",
+                 s.median, off.median, ratio.median);
+    }
     std::fflush(stdout);
   }
   return 0;

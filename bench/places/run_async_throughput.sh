@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench/places/run_async_throughput.sh: remote asyncs per second with coalescing on and off
-# (one runtime per process, so two runs of bench_async_throughput) and their ratio.
+# bench/places/run_async_throughput.sh: remote asyncs per second with coalescing on and off,
+# in one run of bench_async_throughput (pairs of reps, see --compare there), and their ratio.
 #
 #   bench/places/run_async_throughput.sh [-n PLACES] [--threads T] [-- bench args...]
 #
@@ -25,17 +25,8 @@ done
   exit 2
 }
 
-declare -A rate
-for mode in yes no; do
-  out="$("$root/launch/apgasrun" -n "$places" "${threads[@]}" "$dir/bench_async_throughput" \
-           --coalesce "$mode" "$@")"
-  printf '%s\n\n' "$out"
-  rate[$mode]="$(sed -n 's/^RESULT .*asyncs_per_s=\([0-9.]*\).*/\1/p' <<<"$out")"
-  [[ -n "${rate[$mode]}" ]] || { echo "no RESULT line for --coalesce $mode" >&2; exit 1; }
-done
-
-awk -v y="${rate[yes]}" -v n="${rate[no]}" 'BEGIN {
-  r = y / n
-  printf "asyncs/s: coalescing on %.0f, off %.0f, ratio %.1fx (target >= 10x): %s\n",
-         y, n, r, (r >= 10 ? "PASS" : "MISS")
-}'
+out="$("$root/launch/apgasrun" -n "$places" "${threads[@]}" "$dir/bench_async_throughput" \
+         --compare yes "$@")"
+printf '%s\n\n' "$out"
+grep -q '^RESULT compare ' <<<"$out" || { echo "no RESULT line" >&2; exit 1; }
+grep '^median asyncs/s' <<<"$out"

@@ -173,6 +173,31 @@ TEST(TransportFake, WithoutCoalescingEverySendIsANetworkMessage) {
   EXPECT_EQ(net.endpoint(0).stats().mpi_messages_sent, 100u);
 }
 
+TEST(TransportFake, CoalescingSwitchesOffAndOnAgainInOrder) {
+  fake_network net(2);
+  transport& a = net.endpoint(0);
+  ignore_all(a);
+  std::uint64_t got = 0;
+  net.endpoint(1).set_handler([&](place_id, std::span<const std::byte> m) {
+    EXPECT_EQ(decode(m).seq, got); // in order across the switches
+    ++got;
+  });
+  std::uint64_t seq = 0;
+  const auto send_some = [&](std::uint64_t n) {
+    for (std::uint64_t i = 0; i < n; ++i) a.send(1, encode(0, 0, seq++));
+  };
+  send_some(100); // buffered
+  a.set_coalescing(false);
+  send_some(10); // one network message each, behind the buffered 100 (which leave first)
+  a.set_coalescing(true);
+  send_some(100);
+  a.flush();
+  ASSERT_TRUE(poll_until(net, [&] { return got == seq; }));
+  // 100 in one buffer, sealed with the first of the 10 (a buffer started while coalescing is
+  // on), then 9 alone, then the last 100 in one buffer.
+  EXPECT_EQ(a.stats().mpi_messages_sent, 11u);
+}
+
 TEST(TransportFake, FlushIntervalSendsWithoutExplicitFlush) {
   transport_options options;
   options.flush_interval = 20ms;

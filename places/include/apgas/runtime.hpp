@@ -85,6 +85,10 @@ public:
   const options& opts() const noexcept { return m_local->opts(); }
   /// @brief Workers parked right now (a hint).
   unsigned parked_workers() const noexcept { return m_local->parked_workers(); }
+  /// @brief Turns the coalescing of this place's messages on or off from now on (the option
+  /// --coalesce sets it at start). Not collective: for the whole job, call it at every place,
+  /// for example between two run() calls. A latency-bound phase of a program may want it off.
+  void set_coalescing(bool on) { m_engine->set_coalescing(on); }
   /// @brief Network messages this place sent so far (coalesced MPI messages).
   std::uint64_t mpi_messages_sent() const { return m_engine->transport_counters().mpi_messages_sent; }
   /// @brief Finish cleanup messages this place sent so far (a finish control message).

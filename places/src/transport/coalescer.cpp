@@ -74,7 +74,7 @@ struct alignas(64) coalescer::slot {
 };
 
 coalescer::coalescer(std::size_t destinations, const transport_options& options)
-    : m_options(options), m_destinations(destinations),
+    : m_options(options), m_coalesce(options.coalesce), m_destinations(destinations),
       m_slots(std::make_unique<slot[]>(destinations)) {
   if (options.buffer_bytes == 0 || options.buffer_bytes > k_max_message_bytes)
     throw std::invalid_argument("apgas transport: buffer_bytes must be in [1, 2 GiB)");
@@ -96,13 +96,14 @@ void coalescer::lower_next_due(clock::time_point due) noexcept {
   }
 }
 
-void coalescer::start_buffer_locked(place_id to, slot& s, std::size_t frame_bytes) {
+void coalescer::start_buffer_locked(place_id to, slot& s, std::size_t frame_bytes,
+                                    bool coalesce) {
   if (s.current.capacity() == 0 && !s.pool.empty()) {
     s.current = std::move(s.pool.back());
     s.pool.pop_back();
   }
   // Without coalescing a buffer holds one message: do not reserve a whole coalescing buffer.
-  const std::size_t want = m_options.coalesce ? m_options.buffer_bytes : frame_bytes;
+  const std::size_t want = coalesce ? m_options.buffer_bytes : frame_bytes;
   s.current.reserve(std::max(want, frame_bytes));
   if (!s.listed) {
     s.listed = true;
@@ -111,7 +112,7 @@ void coalescer::start_buffer_locked(place_id to, slot& s, std::size_t frame_byte
     std::lock_guard active(m_active_lock);
     m_active.push_back(to);
   }
-  if (m_options.coalesce) {
+  if (coalesce) {
     // Listed first, then the due time lowered: collect() relies on this order (see there).
     s.due = clock::now() + m_options.flush_interval;
     lower_next_due(s.due);
@@ -136,8 +137,10 @@ bool coalescer::append(place_id to, std::span<const std::byte> message) {
     seal_locked(s); // the new frame would overflow: the full buffer leaves first
     sealed = true;
   }
+  // relaxed: see set_coalescing (read once: a buffer is started and sealed the same way).
+  const bool coalesce = m_coalesce.load(std::memory_order_relaxed);
   if (s.current.empty())
-    start_buffer_locked(to, s, frame_bytes);
+    start_buffer_locked(to, s, frame_bytes, coalesce);
   append_frame(s.current, message);
   ++s.current_messages;
   // relaxed: this thread reads it back right after (coherence), other readers use it as a hint;
@@ -145,7 +148,7 @@ bool coalescer::append(place_id to, std::span<const std::byte> message) {
   s.outstanding.fetch_add(frame_bytes, std::memory_order_relaxed);
   // relaxed: a statistic; single writer at a time (under the lock), so load+store is enough.
   s.appended.store(s.appended.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  if (!m_options.coalesce || s.current.size() >= m_options.buffer_bytes) {
+  if (!coalesce || s.current.size() >= m_options.buffer_bytes) {
     seal_locked(s);
     sealed = true;
   }
@@ -228,8 +231,8 @@ std::size_t coalescer::collect(seal_mode mode, clock::time_point now,
     if (!s.current.empty()) {
       if (mode == seal_mode::all || (due_scan && s.due <= now))
         seal_locked(s);
-      else if (m_options.coalesce)
-        lower_next_due(s.due);
+      else
+        lower_next_due(s.due); // (a buffer started without coalescing was sealed at once)
     }
     for (sealed_buffer& b : s.ready)
       out.push_back(outgoing_buffer{to, std::move(b)});

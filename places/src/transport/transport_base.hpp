@@ -37,6 +37,7 @@ public:
   void send(place_id to, std::span<const std::byte> message) override;
   void send_now(place_id to, std::span<const std::byte> message) override;
   void flush() override;
+  void set_coalescing(bool on) override { m_coalescer.set_coalescing(on); }
   std::size_t poll() override;
   void set_handler(handler h) override { m_handler = std::move(h); }
   void set_batch_end_handler(batch_end_handler h) override { m_batch_end = std::move(h); }

@@ -126,6 +126,13 @@ public:
   /// Throws std::length_error as append().
   std::optional<sealed_buffer> take_alone(place_id to, std::span<const std::byte> message);
 
+  /// @brief Coalescing on or off for later appends (see transport::set_coalescing).
+  void set_coalescing(bool on) noexcept {
+    // relaxed: appends read it as they come; one that misses the change by a few messages is
+    // as good as one made just before the call.
+    m_coalesce.store(on, std::memory_order_relaxed);
+  }
+
   /// @brief Seals the buffer of `to` if it is not empty. @return true if it sealed one.
   bool seal(place_id to);
 
@@ -171,11 +178,12 @@ private:
   struct slot;
   static constexpr std::int64_t k_never = std::numeric_limits<std::int64_t>::max();
 
-  void start_buffer_locked(place_id to, slot& s, std::size_t frame_bytes);
+  void start_buffer_locked(place_id to, slot& s, std::size_t frame_bytes, bool coalesce);
   void seal_locked(slot& s);
   void lower_next_due(clock::time_point due) noexcept;
 
   const transport_options m_options;
+  std::atomic<bool> m_coalesce; ///< starts as m_options.coalesce (see set_coalescing)
   const std::size_t m_destinations;
   std::unique_ptr<slot[]> m_slots;
 

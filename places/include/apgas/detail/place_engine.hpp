@@ -183,6 +183,8 @@ public:
     return m_deferred_count.load(std::memory_order_relaxed) != 0;
   }
 
+  /// @brief See transport::set_coalescing.
+  void set_coalescing(bool on) { m_net->set_coalescing(on); }
   const engine_counters& counters() const noexcept { return m_counters; }
   transport_stats transport_counters() const { return m_net->stats(); }
   /// @brief Makes SIGUSR1 print this place's open finishes (`kill -USR1 <pid>` on a hung run).

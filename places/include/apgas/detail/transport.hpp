@@ -102,6 +102,10 @@ public:
     flush();
   }
 
+  /// @brief Turns coalescing on or off for the messages sent from now on (transport_options::
+  /// coalesce at start). What is buffered stays buffered until it leaves as usual.
+  virtual void set_coalescing(bool on) { (void)on; }
+
   /// @brief Sends every non-empty buffer now (a place going idle, a finish about to wait).
   /// With max_outstanding_sends network messages already in flight, the buffers it seals leave
   /// in order as earlier sends complete (every later flush() and poll() hands over more).
