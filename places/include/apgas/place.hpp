@@ -208,24 +208,23 @@ template <class Invoker, class... Args>
 class async_at_awaiter {
 public:
   template <class... A>
-  async_at_awaiter(place_id to, Invoker inv, A&&... args)
-      : m_to(to), m_invoker(inv), m_args(std::forward<A>(args)...) {}
+  async_at_awaiter(place_engine& e, place_id to, Invoker inv, A&&... args)
+      : m_engine(&e), m_to(to), m_invoker(inv), m_args(std::forward<A>(args)...) {}
   bool await_ready() const noexcept { return false; }
   template <class P>
   bool await_suspend(std::coroutine_handle<P> caller) {
     require_apgas_caller<P>();
-    place_engine& e = place_engine::current();
     finish_state& f = *caller.promise().m_finish;
-    std::vector<std::byte>& bytes = e.start_async(f, m_invoker);
+    std::vector<std::byte>& bytes = m_engine->start_async(f, m_invoker);
     byte_writer w(bytes);
     std::apply([&w](const Args&... a) { serialize_all(w, a...); }, m_args);
-    e.record_send(f, m_to);
-    e.finish_async(m_to, bytes);
+    m_engine->send_async(f, m_to, bytes);
     return false; // never suspends
   }
   void await_resume() const noexcept {}
 
 private:
+  place_engine* m_engine; ///< of this process (the runtime outlives every activity)
   place_id m_to;
   Invoker m_invoker;
   std::tuple<Args...> m_args;
@@ -304,13 +303,14 @@ template <class F, class... Args>
 [[nodiscard]] auto async_at(place_id p, F, Args&&... args) {
   detail::require_stateless<F>();
   detail::require_serializable_args<Args...>();
-  detail::place_engine::current().check_place(p);
+  detail::place_engine& e = detail::place_engine::current();
+  e.check_place(p);
   if constexpr (detail::is_task_v<typename detail::remote_result<F, std::decay_t<Args>...>::raw>)
     return detail::async_at_awaiter<detail::async_invoker, std::decay_t<Args>...>(
-        p, &detail::make_async_activity<F, std::decay_t<Args>...>, std::forward<Args>(args)...);
+        e, p, &detail::make_async_activity<F, std::decay_t<Args>...>, std::forward<Args>(args)...);
   else // no frame per activity at p: the plain asyncs that arrive together share one
     return detail::async_at_awaiter<detail::plain_async_invoker, std::decay_t<Args>...>(
-        p, &detail::run_plain_async<F, std::decay_t<Args>...>, std::forward<Args>(args)...);
+        e, p, &detail::run_plain_async<F, std::decay_t<Args>...>, std::forward<Args>(args)...);
 }
 
 /// @brief Runs f(args...) at place p and gives its value back; the caller suspends meanwhile

@@ -55,6 +55,14 @@ public:
     reserve(n);
     m_size = n;
   }
+  /// @brief Grows the size by `n` and returns where those `n` bytes (to be written) start.
+  std::byte* extend(std::size_t n) {
+    if (m_size + n > m_capacity)
+      grow(std::max(m_size + n, 2 * m_capacity));
+    std::byte* at = m_data.get() + m_size;
+    m_size += n;
+    return at;
+  }
   /// @brief Appends `n` bytes from `p`.
   void append(const void* p, std::size_t n) {
     if (m_size + n > m_capacity)

@@ -51,9 +51,9 @@ struct frame_error {
 /// @brief Appends one frame (length prefix + bytes) to `out`. pre: size <= k_max_message_bytes.
 inline void append_frame(byte_buffer& out, std::span<const std::byte> message) {
   const auto length = static_cast<std::uint32_t>(message.size());
-  out.reserve(out.size() + k_frame_header + message.size());
-  out.append(&length, k_frame_header);
-  out.append(message.data(), message.size());
+  std::byte* at = out.extend(k_frame_header + message.size()); // one capacity check
+  std::memcpy(at, &length, k_frame_header);
+  if (!message.empty()) std::memcpy(at + k_frame_header, message.data(), message.size());
 }
 
 /// @brief Checks that `network_message` is a whole number of well-formed frames.

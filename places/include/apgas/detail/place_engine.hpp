@@ -136,6 +136,8 @@ public:
   std::vector<std::byte>& start_async(finish_state& f, plain_async_invoker inv);
   /// @brief Sends an activity message begun by start_async. pre: record_send was called.
   void finish_async(place_id to, const std::vector<std::byte>& bytes);
+  /// @brief record_send then finish_async, in one call (the common path of async_at).
+  void send_async(finish_state& f, place_id to, const std::vector<std::byte>& bytes);
   /// @brief As start_async, for the body of an `at` whose value comes back to `sink`.
   std::vector<std::byte>& start_at(finish_state& f, at_invoker inv, reply_sink* sink);
   /// @brief As start_at, for a plain function: it runs as soon as it arrives, inside the
@@ -193,6 +195,8 @@ public:
   std::string describe_open_finishes() const;
 
 private:
+  /// @brief record_send's body (inline: send_async calls it too).
+  void count_send(finish_state& f, place_id to);
   void on_message(place_id from, std::span<const std::byte> bytes);
   void on_activity(place_id from, byte_reader& r, bool is_at);
   /// @brief The part of on_message that is not a plain async (out of line: see on_message).
