@@ -8,12 +8,12 @@
 
 #include <algorithm>
 #include <array>
-#include <memory>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <cxxabi.h>
+#include <memory>
 #include <type_traits>
 #include <typeinfo>
 
@@ -343,14 +343,10 @@ std::vector<std::byte>& place_engine::start_async(finish_state& f, plain_async_i
   return start_message(msg_kind::plain_async, f, reinterpret_cast<const void*>(inv));
 }
 
-void place_engine::finish_async(place_id to, const std::vector<std::byte>& bytes) {
-  m_counters.activities_sent.fetch_add(1, std::memory_order_relaxed);
-  send_message(to, bytes);
-}
-
 void place_engine::send_async(finish_state& f, place_id to, const std::vector<std::byte>& bytes) {
   count_send(f, to); // inlined: one call on the path of every remote async, not two
-  finish_async(to, bytes);
+  m_counters.activities_sent.fetch_add(1, std::memory_order_relaxed);
+  send_message(to, bytes);
 }
 
 std::vector<std::byte>& place_engine::start_at(finish_state& f, at_invoker inv,

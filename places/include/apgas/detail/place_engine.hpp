@@ -128,15 +128,13 @@ public:
   /// @brief Counts an activity of `f` sent to `to` (before it is sent).
   void record_send(finish_state& f, place_id to);
   /// @brief Starts the message of an activity of `f` (a per-thread buffer holding its head):
-  /// the caller appends the serialized arguments, then calls record_send and finish_async, in
-  /// that order and without suspending in between. Counts nothing: if the arguments fail to
-  /// serialize, the caller just drops the message.
+  /// the caller appends the serialized arguments, then calls send_async, without suspending in
+  /// between. Counts nothing: if the arguments fail to serialize, the caller just drops the
+  /// message.
   std::vector<std::byte>& start_async(finish_state& f, async_invoker inv);
   /// @brief As above, for a plain function: the receiver runs it in a batch (see on_plain_async).
   std::vector<std::byte>& start_async(finish_state& f, plain_async_invoker inv);
-  /// @brief Sends an activity message begun by start_async. pre: record_send was called.
-  void finish_async(place_id to, const std::vector<std::byte>& bytes);
-  /// @brief record_send then finish_async, in one call (the common path of async_at).
+  /// @brief Counts (as record_send) and sends an activity message begun by start_async.
   void send_async(finish_state& f, place_id to, const std::vector<std::byte>& bytes);
   /// @brief As start_async, for the body of an `at` whose value comes back to `sink`.
   std::vector<std::byte>& start_at(finish_state& f, at_invoker inv, reply_sink* sink);
