@@ -94,6 +94,19 @@ struct proxy {
   spin_lock lock;
   report_clock::time_point created;     ///< first arrival
   report_clock::time_point quiet_since; ///< when the count last reached zero
+  /// The longest quiet period that more arrivals ended (a stream that paused: its sender was
+  /// busy, or descheduled on a loaded machine), whether or not its report had left. See
+  /// report_delay.
+  report_clock::duration longest_pause{};
+  /// Arrivals raise the count (under `lock`). If that ends a quiet period, the pause was not
+  /// the end of the stream: remember how long it lasted (a clock read per pause, not per
+  /// arrival).
+  void on_arrivals_locked(std::uint64_t n) noexcept {
+    // relaxed: under `lock`, which the strands that take the count to zero also hold.
+    if (fs.m_count.fetch_add(static_cast<std::int64_t>(n), std::memory_order_relaxed) == 0 &&
+        reports > 0)
+      longest_pause = std::max(longest_pause, report_clock::now() - quiet_since);
+  }
   std::uint32_t reports = 0;            ///< reports taken so far
   bool deferred = false;                ///< on the engine's deferred list, report not taken
 };
@@ -450,9 +463,9 @@ proxy& place_engine::find_proxy_in_map(const finish_id& id) {
 proxy& place_engine::arrive(const finish_id& id) {
   proxy& px = find_proxy(id);
   std::lock_guard count_guard(px.lock);
-  // relaxed: the proxy's lock orders it against a strand taking the count to zero; the
+  // The proxy's lock orders the increment against a strand taking the count to zero; the
   // activity's own decrement comes later on the same causal chain (the inject below).
-  px.fs.m_count.fetch_add(1, std::memory_order_relaxed);
+  px.on_arrivals_locked(1);
   px.tally.on_arrival();
   return px; // alive: the arrival is unreported until this activity ends
 }
@@ -546,9 +559,8 @@ void place_engine::flush_arrivals() noexcept {
   const std::size_t activities = others + batch_plain_arrivals();
   {
     std::lock_guard count_guard(px.lock);
-    // relaxed: as in arrive(); the injects below come after, on this thread.
-    px.fs.m_count.fetch_add(static_cast<std::int64_t>(m_arrivals.size()),
-                            std::memory_order_relaxed);
+    // As in arrive(); the injects below come after, on this thread.
+    px.on_arrivals_locked(m_arrivals.size());
     px.tally.on_arrivals(activities);
   }
   // The proxy stays alive: its count now holds these activities until they end.
@@ -667,11 +679,11 @@ void place_engine::end_strand(proxy& px, std::uint64_t n) noexcept {
   const auto ends = static_cast<std::int64_t>(n);
   if (px.fs.m_count.fetch_sub(ends, std::memory_order_acq_rel) != ends) return;
   const auto now = report_clock::now();
+  px.quiet_since = now;
   if (px.reports > 0 && m_report_delay_max.count() > 0) {
     // Not the first quiet period: more of this finish's activities are probably on their way
     // (a stream of asyncs arrives one coalesced buffer at a time), so the report waits until
     // the part has been quiet for a while. See report_delay.
-    px.quiet_since = now;
     if (!px.deferred) {
       px.deferred = true;
       defer_report(px.id, now + report_delay(px, now));
@@ -692,8 +704,14 @@ report_clock::duration place_engine::report_delay(const proxy& px,
                                                   report_clock::time_point now) const noexcept {
   // A quarter of the part's age, at most --report-delay-us: a stream of activities sends
   // O(1) reports however long it is, and waiting adds at most a quarter to a short finish's
-  // latency.
-  return std::min<report_clock::duration>((now - px.created) / 4, m_report_delay_max);
+  // latency. A stream that already paused longer than that (a sender descheduled on a loaded
+  // machine pauses for a time slice) would report after every such pause: its cap becomes
+  // twice its longest pause, up to 16 x --report-delay-us, so the final report of a stream
+  // waits at most what its own pauses already cost.
+  const report_clock::duration cap =
+      std::clamp<report_clock::duration>(2 * px.longest_pause, m_report_delay_max,
+                                         16 * m_report_delay_max);
+  return std::min<report_clock::duration>((now - px.created) / 4, cap);
 }
 
 void place_engine::send_due_reports() noexcept {
