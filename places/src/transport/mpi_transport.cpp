@@ -258,8 +258,9 @@ void mpi_transport::net_receive() {
       }
       big.resize_for_overwrite(static_cast<std::size_t>(size));
       // Sent right after its announcement: it is on its way. Probed until it is here, then
-      // received: a blocking MPI_Recv would wait inside MPI, which yields the core when ranks
-      // share cores (Open MPI's yield_when_idle) and measured twice the time on 256 KiB.
+      // received, as the first design received every message: a blocking MPI_Recv would wait
+      // inside MPI, which may yield the core when ranks share cores (Open MPI's
+      // yield_when_idle under --oversubscribe).
       MPI_Message message;
       for (int found = 0; found == 0;)
         check(MPI_Improbe(status.MPI_SOURCE, k_tag, m_big, &found, &message, MPI_STATUS_IGNORE),
