@@ -352,6 +352,36 @@ TEST(places, a_plain_at_never_runs_inside_another_activity_on_its_thread) {
   EXPECT_EQ(outcome, "ok");
 }
 
+TEST(places, coalescing_switches_off_and_on_between_runs) {
+  // runtime::set_coalescing at every place (each runs this test body): off, every remote async
+  // is an MPI message of its own; on again, they share messages. All run in both cases.
+  if (g_rt->places() < 2) GTEST_SKIP() << "needs two places";
+  constexpr long k_asyncs = 1000;
+  const auto one_finish = [] {
+    return g_rt->run([]() -> task<long> {
+      co_await finish([]() -> task<> {
+        for (long i = 0; i < k_asyncs; ++i) co_await async_at(1, [] { g_counter += 1; });
+      });
+      co_return co_await collect_counters();
+    });
+  };
+  g_rt->set_coalescing(false);
+  const auto before_off = g_rt->mpi_messages_sent();
+  const long total_off = one_finish();
+  const auto sent_off = g_rt->mpi_messages_sent() - before_off;
+  g_rt->set_coalescing(true);
+  const auto before_on = g_rt->mpi_messages_sent();
+  const long total_on = one_finish();
+  const auto sent_on = g_rt->mpi_messages_sent() - before_on;
+  g_rt->set_coalescing(g_rt->opts().coalesce);
+  EXPECT_EQ(total_off, k_asyncs);
+  EXPECT_EQ(total_on, k_asyncs);
+  if (g_rt->here() == 0 && g_rt->opts().coalesce) {
+    EXPECT_GE(sent_off, static_cast<std::uint64_t>(k_asyncs)) << "coalescing off";
+    EXPECT_LT(sent_on, static_cast<std::uint64_t>(k_asyncs / 10)) << "coalescing on again";
+  }
+}
+
 TEST(places, a_proxy_that_goes_quiet_again_and_again_reports_fewer_times) {
   // 1000 `at`s in sequence, in one finish: place 1's part of the finish goes quiet after each
   // one. Its first report leaves at once; a later one waits until the part has been quiet
