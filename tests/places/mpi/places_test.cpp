@@ -275,16 +275,21 @@ TEST(places, plain_asyncs_that_arrive_together_still_spread_over_the_workers) {
   EXPECT_EQ(outcome, "both met");
 }
 
+/// One run: a finish of `k` small asyncs from place 0 to place 1; returns how many ran.
+long small_asyncs_to_place_1(long k) {
+  return g_rt->run([k]() -> task<long> {
+    co_await finish([k]() -> task<> {
+      for (long i = 0; i < k; ++i) co_await async_at(1, [] { g_counter += 1; });
+    });
+    co_return co_await collect_counters();
+  });
+}
+
 TEST(places, many_small_remote_asyncs_are_coalesced) {
   if (g_rt->places() < 2) GTEST_SKIP() << "needs two places";
   constexpr long k_asyncs = 100000;
   const auto before = g_rt->mpi_messages_sent();
-  const long total = g_rt->run([]() -> task<long> {
-    co_await finish([]() -> task<> {
-      for (long i = 0; i < k_asyncs; ++i) co_await async_at(1, [] { g_counter += 1; });
-    });
-    co_return co_await collect_counters();
-  });
+  const long total = small_asyncs_to_place_1(k_asyncs);
   EXPECT_EQ(total, k_asyncs);
   const auto sent = g_rt->mpi_messages_sent() - before;
   if (g_rt->here() == 0) {
@@ -357,21 +362,13 @@ TEST(places, coalescing_switches_off_and_on_between_runs) {
   // is an MPI message of its own; on again, they share messages. All run in both cases.
   if (g_rt->places() < 2) GTEST_SKIP() << "needs two places";
   constexpr long k_asyncs = 1000;
-  const auto one_finish = [] {
-    return g_rt->run([]() -> task<long> {
-      co_await finish([]() -> task<> {
-        for (long i = 0; i < k_asyncs; ++i) co_await async_at(1, [] { g_counter += 1; });
-      });
-      co_return co_await collect_counters();
-    });
-  };
   g_rt->set_coalescing(false);
   const auto before_off = g_rt->mpi_messages_sent();
-  const long total_off = one_finish();
+  const long total_off = small_asyncs_to_place_1(k_asyncs);
   const auto sent_off = g_rt->mpi_messages_sent() - before_off;
   g_rt->set_coalescing(true);
   const auto before_on = g_rt->mpi_messages_sent();
-  const long total_on = one_finish();
+  const long total_on = small_asyncs_to_place_1(k_asyncs);
   const auto sent_on = g_rt->mpi_messages_sent() - before_on;
   g_rt->set_coalescing(g_rt->opts().coalesce);
   EXPECT_EQ(total_off, k_asyncs);
