@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <mutex>
+#include <utility>
 
 namespace apgas {
 
@@ -31,7 +32,7 @@ namespace detail {
 void finish_state::add_exception(std::exception_ptr e) noexcept {
   std::lock_guard guard(m_exceptions_lock);
   try {
-    if (!m_exceptions) m_exceptions = std::make_unique<std::vector<std::exception_ptr>>();
+    if (m_exceptions == nullptr) m_exceptions = new std::vector<std::exception_ptr>();
     m_exceptions->push_back(std::move(e));
   } catch (...) {
     // Out of memory while recording a failure: losing the error silently would be worse.
@@ -46,9 +47,11 @@ std::coroutine_handle<> finish_state::complete_root() noexcept {
   return std::noop_coroutine();
 }
 
+void finish_state::discard_exceptions() noexcept { delete std::exchange(m_exceptions, nullptr); }
+
 void finish_state::throw_gathered() {
   auto errors = std::move(*m_exceptions);
-  m_exceptions.reset();
+  discard_exceptions();
   throw multiple_exceptions(std::move(errors));
 }
 

@@ -766,7 +766,7 @@ void place_engine::take_and_send_report(proxy& px, std::unique_lock<spin_lock> g
             errors.push_back(describe_current_exception());
           }
         }
-        px.fs.m_exceptions.reset();
+        px.fs.discard_exceptions();
       }
     }
     ++px.reports;

@@ -46,7 +46,7 @@ struct final_awaiter {
   promise_base& m_promise;
   deque_item m_popped = k_not_popped; ///< what await_ready popped, for await_suspend
 
-  bool await_ready() noexcept {
+  [[gnu::always_inline]] bool await_ready() noexcept {
     if (m_promise.m_role == promise_base::role::call) return false;
     return end_strand_inline(m_promise, m_popped);
   }
@@ -89,8 +89,12 @@ struct call_awaiter {
 
 /// @brief Parts of the promise that do not depend on T.
 struct promise_common : promise_base {
-  static void* operator new(std::size_t bytes) { return allocate_frame(bytes); }
-  static void operator delete(void* p, std::size_t bytes) noexcept { deallocate_frame(p, bytes); }
+  [[gnu::always_inline]] static void* operator new(std::size_t bytes) {
+    return allocate_frame(bytes);
+  }
+  [[gnu::always_inline]] static void operator delete(void* p, std::size_t bytes) noexcept {
+    deallocate_frame(p, bytes);
+  }
 
   std::suspend_always initial_suspend() const noexcept { return {}; }
   final_awaiter final_suspend() noexcept { return {*this}; }

@@ -24,7 +24,6 @@
 #include <coroutine>
 #include <cstdint>
 #include <exception>
-#include <memory>
 #include <vector>
 
 namespace apgas::detail {
@@ -93,11 +92,12 @@ inline promise_base* promise_of(deque_item item) noexcept {
 /// @brief The state of one finish: a count of live strands, the continuation to resume when
 /// it reaches zero, and the exceptions gathered meanwhile.
 struct finish_state {
-  explicit finish_state(policy p) noexcept : m_policy(p) {}
+  [[gnu::always_inline]] explicit finish_state(policy p) noexcept : m_policy(p) {}
   finish_state(const finish_state&) = delete;
   finish_state& operator=(const finish_state&) = delete;
-  ~finish_state() {
+  [[gnu::always_inline]] ~finish_state() {
     if (m_remote != nullptr && !m_reopenable) [[unlikely]] g_remote_hooks.release_remote(*this);
+    if (m_exceptions != nullptr) [[unlikely]] discard_exceptions();
   }
 
   /// Live strands. Starts at one for the body. 64-bit so that it can never wrap.
@@ -120,11 +120,13 @@ struct finish_state {
   /// For a home finish, g_remote_hooks.release_remote frees it when the finish is destroyed.
   void* m_remote = nullptr;
   /// Exceptions gathered; allocated on the first one, so that a finish that does not fail
-  /// costs one null pointer.
-  std::unique_ptr<std::vector<std::exception_ptr>> m_exceptions;
+  /// costs one null pointer. Owned (freed by discard_exceptions). Not a unique_ptr: every
+  /// finish runs its destructor, and GCC leaves unique_ptr's out of line in large translation
+  /// units, a call per finish.
+  std::vector<std::exception_ptr>* m_exceptions = nullptr;
 
   /// @brief True if the calling strand, which is ending, is the last one (see release_strand).
-  bool is_last_strand() const noexcept {
+  [[gnu::always_inline]] bool is_last_strand() const noexcept {
     // acquire: see the writes of the strands that ended before us.
     return !m_reopenable && m_count.load(std::memory_order_acquire) == 1;
   }
@@ -154,8 +156,11 @@ struct finish_state {
     if (m_waiter != nullptr) [[likely]] return m_waiter->m_self;
     return complete_root();
   }
+  /// @brief Frees the exceptions gathered, if any. Whoever holds them: m_exceptions_lock, or
+  /// the only reference to the finish.
+  void discard_exceptions() noexcept;
   /// @brief Throws multiple_exceptions if any were gathered (called by the waiter).
-  void rethrow_if_failed() {
+  [[gnu::always_inline]] void rethrow_if_failed() {
     // No lock needed: every activity has ended (their decrements released to our acquire).
     if (m_exceptions) [[unlikely]] throw_gathered();
   }

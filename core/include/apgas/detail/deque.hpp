@@ -25,7 +25,7 @@ public:
 
   /// @brief Owner only: push an item at the bottom.
   /// @return true if the deque looked empty just before the push (a thief may need waking).
-  bool push(item value) {
+  [[gnu::always_inline]] bool push(item value) {
     // relaxed: only the owner writes m_bottom.
     const std::int64_t b = m_bottom.load(std::memory_order_relaxed);
     // acquire: pairs with the thieves' CAS on m_top so that a slot they emptied is not
@@ -42,7 +42,7 @@ public:
   }
 
   /// @brief Owner only: pop the most recently pushed item, or 0 if empty (or lost to a thief).
-  item pop() {
+  [[gnu::always_inline]] item pop() {
     const std::int64_t b = m_bottom.load(std::memory_order_relaxed) - 1;
     ring* a = m_array.load(std::memory_order_relaxed);
     m_bottom.store(b, std::memory_order_relaxed);
@@ -129,7 +129,7 @@ private:
     return c;
   }
 
-  ring* grow(ring* old, std::int64_t t, std::int64_t b) {
+  [[gnu::noinline]] ring* grow(ring* old, std::int64_t t, std::int64_t b) {
     auto* bigger = new ring(old->capacity * 2);
     for (std::int64_t i = t; i < b; ++i) bigger->put(i, old->get(i));
     // Thieves may still be reading the old ring: retire it, free it with the deque.

@@ -37,7 +37,7 @@ public:
   frame_pool& operator=(const frame_pool&) = delete;
   ~frame_pool();
 
-  void* allocate(std::size_t bytes) {
+  [[gnu::always_inline]] void* allocate(std::size_t bytes) {
     const std::size_t c = class_of(bytes);
     if (c < k_classes) {
       if (free_block* b = m_heads[c]) {
@@ -50,7 +50,7 @@ public:
     return ::operator new(bytes);
   }
 
-  void deallocate(void* p, std::size_t bytes) noexcept {
+  [[gnu::always_inline]] void deallocate(void* p, std::size_t bytes) noexcept {
     const std::size_t c = class_of(bytes);
     if (c < k_classes && m_counts[c] < k_max_cached) {
       auto* b = static_cast<free_block*>(p);
@@ -90,12 +90,12 @@ inline constinit frame_pool g_passthrough_frame_pool{frame_pool::passthrough_t{}
 /// freed on a worker, whose pool will hand the block out again for any frame of that class.
 inline thread_local constinit frame_pool* t_frame_pool = &g_passthrough_frame_pool;
 
-inline void* allocate_frame(std::size_t bytes) {
+[[gnu::always_inline]] inline void* allocate_frame(std::size_t bytes) {
   if constexpr (k_frame_pool_enabled) return t_frame_pool->allocate(bytes);
   return ::operator new(bytes);
 }
 
-inline void deallocate_frame(void* p, std::size_t bytes) noexcept {
+[[gnu::always_inline]] inline void deallocate_frame(void* p, std::size_t bytes) noexcept {
   if constexpr (k_frame_pool_enabled) t_frame_pool->deallocate(p, bytes);
   else ::operator delete(p);
 }

@@ -52,7 +52,7 @@ public:
 
   /// @brief Owner only: makes an item stealable, waking a sleeper if the deque was empty.
   /// Every k_busy_poll_pushes pushes, also polls the place's network (see busy_poll).
-  void push(deque_item item) {
+  [[gnu::always_inline]] void push(deque_item item) {
     if (m_deque.push(item)) m_gate->notify_one();
     if (--m_pushes_until_poll == 0) [[unlikely]] busy_poll();
   }
@@ -166,7 +166,8 @@ inline policy g_default_policy = policy::work_first;
 
 /// @brief Starts `child` as an activity of the parent's current finish. Returns the frame to
 /// run now (the child under work-first, the parent under help-first).
-inline std::coroutine_handle<> spawn(promise_base& parent, promise_base& child) {
+[[gnu::always_inline]] inline std::coroutine_handle<> spawn(promise_base& parent,
+                                                             promise_base& child) {
   finish_state* f = parent.m_finish;
   child.m_finish = f;
   child.m_role = promise_base::role::strand;
@@ -200,7 +201,7 @@ inline constexpr deque_item k_not_popped = ~deque_item{0};
 /// Then it sets what the worker runs next and returns true: the frame is destroyed when the
 /// caller returns, before that next frame runs. Otherwise returns false, with what it popped
 /// (or k_not_popped) in `popped`, for finish_strand.
-inline bool end_strand_inline(promise_base& p, deque_item& popped) noexcept {
+[[gnu::always_inline]] inline bool end_strand_inline(promise_base& p, deque_item& popped) noexcept {
   finish_state* f = p.m_finish;
   promise_base* parent = p.m_parent;
   worker& w = *t_worker;
