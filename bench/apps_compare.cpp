@@ -7,6 +7,8 @@
 //
 // See --help for the sizes. The table goes to stdout (with --json: the JSON array goes to
 // stdout, the table and the target checks to stderr).
+#include "apgas_kernels.hpp"
+
 #include <apgas/apgas.hpp>
 
 #include <apgas_apps/fib.hpp>
@@ -369,7 +371,7 @@ std::vector<app_case> make_fib_cases(const settings& s) {
     c.tasks = fib_tasks(n, cutoff);
     c.run_seq = [n] { return static_cast<double>(apgas_apps::fib_seq(n)); };
     c.run_apgas = [n, cutoff] {
-      return static_cast<double>(current_runtime()->run(apgas_apps::fib(n, cutoff)));
+      return static_cast<double>(apgas_bench::apgas_runs::fib(*current_runtime(), n, cutoff));
     };
 #ifdef APGAS_BENCH_HAVE_TBB
     c.run_tbb = [n, cutoff] { return static_cast<double>(apgas_bench::tbb_peer::fib(n, cutoff)); };
@@ -396,7 +398,9 @@ std::vector<app_case> make_integrate_cases(const settings& s) {
     // integrate_seq is the cutoff-free recursion; with any cutoff the parallel versions add the
     // same partial sums in the same order, so the results must be bit-identical.
     c.run_seq = [n] { return apgas_apps::integrate_seq(n); };
-    c.run_apgas = [n, cutoff] { return current_runtime()->run(apgas_apps::integrate(n, cutoff)); };
+    c.run_apgas = [n, cutoff] {
+      return apgas_bench::apgas_runs::integrate(*current_runtime(), n, cutoff);
+    };
 #ifdef APGAS_BENCH_HAVE_TBB
     c.run_tbb = [n, cutoff] { return apgas_bench::tbb_peer::integrate(n, cutoff); };
 #endif
@@ -421,7 +425,7 @@ std::vector<app_case> make_nqueens_cases(const settings& s) {
     c.tasks = nqueens_tasks(b, n, 0, depth);
     c.run_seq = [n] { return static_cast<double>(apgas_apps::nqueens_seq(n)); };
     c.run_apgas = [n, depth] {
-      return static_cast<double>(current_runtime()->run(apgas_apps::nqueens(n, depth)));
+      return static_cast<double>(apgas_bench::apgas_runs::nqueens(*current_runtime(), n, depth));
     };
 #ifdef APGAS_BENCH_HAVE_TBB
     c.run_tbb = [n, depth] {
@@ -471,7 +475,8 @@ std::vector<app_case> make_quicksort_cases(const settings& s) {
       return 0.0;
     };
     c.run_apgas = [data, cutoff] {
-      current_runtime()->run(apgas_apps::quicksort(data->work.data(), data->work.size(), cutoff));
+      apgas_bench::apgas_runs::quicksort(*current_runtime(), data->work.data(), data->work.size(),
+                                         cutoff);
       return 0.0;
     };
 #ifdef APGAS_BENCH_HAVE_TBB

@@ -1,0 +1,110 @@
+// TBB task_group versions of the app kernels (see tbb_kernels.hpp), in a translation unit of
+// their own like the OpenMP peer and the apgas runs.
+#include "tbb_kernels.hpp"
+
+#include <apgas_apps/fib.hpp>
+#include <apgas_apps/integrate.hpp>
+#include <apgas_apps/nqueens.hpp>
+#include <apgas_apps/quicksort.hpp>
+#include <tbb/task_group.h>
+
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+namespace apgas_bench::tbb_peer {
+
+long fib(int n, int cutoff) {
+  if (n < 2)
+    return n;
+  if (n < cutoff)
+    return apgas_apps::fib_seq(n);
+  long a = 0;
+  long b = 0;
+  tbb::task_group g;
+  g.run([&a, n, cutoff] { a = fib(n - 1, cutoff); });
+  b = fib(n - 2, cutoff);
+  g.wait();
+  return a + b;
+}
+
+namespace {
+
+double integrate_rec(double l, double fl, double r, double fr, double area,
+                            double cutoff_width) {
+  if (r - l < cutoff_width)
+    return apgas_apps::integrate_seq_rec(l, fl, r, fr, area);
+  const apgas_apps::integrate_step s(l, fl, r, fr);
+  if (apgas_apps::converged(l, s.c, r, s.both(), area))
+    return s.both();
+  double right = 0;
+  double left = 0;
+  tbb::task_group g;
+  g.run([&right, &s, r, fr, cutoff_width] {
+    right = integrate_rec(s.c, s.fc, r, fr, s.right_area, cutoff_width);
+  });
+  left = integrate_rec(l, fl, s.c, s.fc, s.left_area, cutoff_width);
+  g.wait();
+  return right + left;
+}
+
+} // namespace
+
+double integrate(double n, double cutoff_width) {
+  return integrate_rec(0.0, apgas_apps::integrate_f(0.0), n, apgas_apps::integrate_f(n), 0.0,
+                       cutoff_width);
+}
+
+namespace {
+
+// Calls are qualified: ADL on nqueens_board would also find apgas_apps::nqueens_rec.
+long nqueens_rec(apgas_apps::nqueens_board b, int n, int row, int cutoff_depth) {
+  if (row == n)
+    return 1;
+  if (row >= cutoff_depth)
+    return apgas_apps::nqueens_seq_rec(b, n, row);
+  std::array<long, apgas_apps::k_nqueens_max> counts{};
+  tbb::task_group g;
+  for (int col = 0; col < n; ++col) {
+    if (!apgas_apps::nqueens_safe(b, row, col))
+      continue;
+    apgas_apps::nqueens_board child = b;
+    child.column[static_cast<std::size_t>(row)] = static_cast<std::int8_t>(col);
+    g.run([&counts, child, n, row, cutoff_depth, col] {
+      counts[static_cast<std::size_t>(col)] =
+          tbb_peer::nqueens_rec(child, n, row + 1, cutoff_depth);
+    });
+  }
+  g.wait();
+  long total = 0;
+  for (long c : counts)
+    total += c;
+  return total;
+}
+
+} // namespace
+
+long nqueens(int n, int cutoff_depth) {
+  return tbb_peer::nqueens_rec(apgas_apps::nqueens_board{}, n, 0, cutoff_depth);
+}
+
+namespace {
+
+template <class T> void quicksort_rec(T* a, std::size_t n, std::size_t cutoff) {
+  if (n <= cutoff || n < 2) {
+    apgas_apps::quicksort_seq(a, n);
+    return;
+  }
+  const std::size_t p = apgas_apps::quicksort_partition(a, n);
+  tbb::task_group g;
+  g.run([a, p, cutoff] { quicksort_rec(a, p, cutoff); });
+  quicksort_rec(a + p, n - p, cutoff);
+  g.wait();
+}
+
+} // namespace
+
+void quicksort(int* a, std::size_t n, std::size_t cutoff) { quicksort_rec(a, n, cutoff); }
+
+} // namespace apgas_bench::tbb_peer
