@@ -47,6 +47,11 @@ std::coroutine_handle<> finish_state::complete_root() noexcept {
   return std::noop_coroutine();
 }
 
+void finish_state::release_extras() noexcept {
+  if (m_remote != nullptr && !m_reopenable) g_remote_hooks.release_remote(*this);
+  discard_exceptions();
+}
+
 void finish_state::discard_exceptions() noexcept { delete std::exchange(m_exceptions, nullptr); }
 
 void finish_state::throw_gathered() {

@@ -123,26 +123,31 @@ public:
     m_state.m_waiter = &waiter.promise(); // also marks the tasks as handed over
     worker& w = *t_worker;
     w.m_counters.spawns += k_count - 1;
-    for (promise_base* p : m_promises) {
+    // A local copy: the stores below go through these pointers, and GCC cannot tell that
+    // they leave the array (in the frame) unchanged, so it would reload it after each.
+    const std::array<promise_base*, k_count> promises = m_promises;
+    const bool work_first = m_state.m_policy == policy::work_first;
+    for (std::size_t i = 0; i < k_count; ++i) {
+      promise_base* p = promises[i];
       p->m_finish = &m_state;
       p->m_role = promise_base::role::strand;
-      p->m_parent = nullptr;
+      // Work-first: the tasks form one strand, like a child and its parent's continuation:
+      // task i is joined implicitly by task i+1 if nobody took it from the deque, so a
+      // finish_all whose tasks are not stolen costs no atomic operation. Whoever takes a
+      // pushed task counts it as a strand of its own, exactly as for a stolen continuation
+      // (see activity.hpp).
+      p->m_parent = work_first && i + 1 < k_count ? promises[i + 1] : nullptr;
     }
-    if (m_state.m_policy == policy::work_first) {
-      // The tasks form one strand, like a child and its parent's continuation: task i is
-      // joined implicitly by task i+1 if nobody took it from the deque, so a finish_all whose
-      // tasks are not stolen costs no atomic operation. Whoever takes a pushed task counts it
-      // as a strand of its own, exactly as for a stolen continuation (see activity.hpp).
-      for (std::size_t i = 0; i + 1 < k_count; ++i) m_promises[i]->m_parent = m_promises[i + 1];
-      for (std::size_t i = k_count; i-- > 1;) w.push(as_continuation(m_promises[i]));
-      return w.transfer(m_promises[0]->m_self);
+    if (work_first) {
+      for (std::size_t i = k_count; i-- > 1;) w.push(as_continuation(promises[i]));
+      return w.transfer(promises[0]->m_self);
     }
     // Help-first: every task is a counted strand from the start; the last runs now. (Not the
     // chain above: the tasks' own help-first asyncs would sit above an uncounted task.)
     // relaxed: published to thieves by the deque pushes (release).
     m_state.m_count.store(static_cast<std::int64_t>(k_count), std::memory_order_relaxed);
-    for (std::size_t i = 0; i + 1 < k_count; ++i) w.push(as_independent(m_promises[i]));
-    return w.transfer(m_promises[k_count - 1]->m_self);
+    for (std::size_t i = 0; i + 1 < k_count; ++i) w.push(as_independent(promises[i]));
+    return w.transfer(promises[k_count - 1]->m_self);
   }
   [[gnu::always_inline]] auto await_resume() {
     m_state.rethrow_if_failed();

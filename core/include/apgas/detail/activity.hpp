@@ -96,17 +96,21 @@ struct finish_state {
   finish_state(const finish_state&) = delete;
   finish_state& operator=(const finish_state&) = delete;
   [[gnu::always_inline]] ~finish_state() {
-    if (m_remote != nullptr && !m_reopenable) [[unlikely]] g_remote_hooks.release_remote(*this);
-    if (m_exceptions != nullptr) [[unlikely]] discard_exceptions();
+    // One test for the two rare cases (a finish that went remote, or that gathered errors).
+    if ((reinterpret_cast<std::uintptr_t>(m_remote) |
+         reinterpret_cast<std::uintptr_t>(m_exceptions)) != 0) [[unlikely]]
+      release_extras();
   }
 
   /// Live strands. Starts at one for the body. 64-bit so that it can never wrap.
   std::atomic<std::int64_t> m_count{1};
   /// Resumed by whoever takes m_count to zero; null for a root finish (then m_done is set).
   promise_base* m_waiter = nullptr;
+  policy m_policy;
+  // The four one-byte fields below start at zero and follow each other, which lets the
+  // compiler clear them with one store.
   /// Root finish only: set (release) when complete; a non-worker thread waits on it.
   std::atomic<bool> m_done{false};
-  policy m_policy;
   /// A place-local proxy of a remote finish: its count also goes up from outside (activities
   /// arriving from other places), so a count of one is not final (no fast path), and it has
   /// no waiter: it reports home each time its count reaches zero, possibly many times (see
@@ -156,6 +160,9 @@ struct finish_state {
     if (m_waiter != nullptr) [[likely]] return m_waiter->m_self;
     return complete_root();
   }
+  /// @brief The destructor's rare part: frees the distributed state of a home finish and the
+  /// exceptions gathered.
+  void release_extras() noexcept;
   /// @brief Frees the exceptions gathered, if any. Whoever holds them: m_exceptions_lock, or
   /// the only reference to the finish.
   void discard_exceptions() noexcept;
