@@ -201,7 +201,7 @@ deque_item scheduler::find_work(worker& self) {
   // be in it when a chain of strands ends without popping (the last strand of a root finish
   // leaves the deque alone). Taking the bottom item is what suspend_for_external does: a
   // continuation whose child will not join it becomes a strand of its own.
-  if (deque_item item = self.m_deque.pop()) {
+  if (deque_item item = self.m_deque.owner_sees_empty() ? 0 : self.m_deque.pop()) {
     // relaxed: as in suspend_for_external (what runs it next orders it before its decrement).
     if (is_continuation(item)) promise_of(item)->m_finish->m_count.fetch_add(1, std::memory_order_relaxed);
     return item;

@@ -91,6 +91,14 @@ public:
     return m_bottom.load(std::memory_order_relaxed) - m_top.load(std::memory_order_relaxed);
   }
 
+  /// @brief Owner only: true if the deque is certainly empty, without pop()'s fence (an idle
+  /// worker checks its own deque on every round of its search).
+  bool owner_sees_empty() const {
+    // relaxed: only the owner writes m_bottom, and thieves only ever raise m_top, so a stale
+    // m_top is lower than the true one: b <= t read here means b <= t now.
+    return m_bottom.load(std::memory_order_relaxed) <= m_top.load(std::memory_order_relaxed);
+  }
+
   /// @brief Approximate emptiness test usable by any thread (a hint).
   bool looks_empty() const {
     // acquire: a hint only, but one that sees pushes published before it.
