@@ -221,16 +221,24 @@ void transport_base::accept(received&& message) {
   m_pending.push_back(std::move(message));
   // relaxed: read by quiescent() as a hint. In the fake network the sender's completion (a
   // release RMW) comes after this, so whoever sees the sender idle also sees this count.
-  m_pending_count.fetch_add(1, std::memory_order_relaxed);
+  // A load and a store, not an RMW: only the poll owner writes it (successive owners are
+  // ordered by m_poll_lock).
+  m_pending_count.store(m_pending_count.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
 }
 
 void transport_base::progress(coalescer::seal_mode mode, bool receive) {
   std::lock_guard net(m_net_lock);
-  drain_locked(mode);
+  // An idle poll has nothing to drain: skip the call (the poll's length is how late a message
+  // is seen). relaxed: see m_deferred_count (its writers hold m_net_lock, as we do).
+  if (m_deferred_count.load(std::memory_order_relaxed) != 0 || m_coalescer.anything_buffered())
+    drain_locked(mode);
   net_complete_sends();
   if (!receive)
     return;
   net_receive();
+  if (m_loopback.empty())
+    return;
   for (received& r : m_loopback) {
     const std::size_t bytes = r.bytes.size();
     accept(std::move(r));
@@ -265,7 +273,9 @@ constexpr std::size_t k_deliveries_per_poll = 512;
 } // namespace
 
 std::size_t transport_base::deliver() {
-  if (!m_handler && (m_has_current || m_pending_head < m_pending.size()))
+  if (!m_has_current && m_pending_head == m_pending.size())
+    return 0; // the idle poll
+  if (!m_handler)
     throw std::logic_error("apgas transport: poll() before set_handler()");
   std::size_t delivered = 0;
   struct end_of_batch { // also when a handler throws
@@ -322,8 +332,9 @@ void transport_base::finish_current() {
     net_release(std::move(m_current));
   m_current = received{};
   m_has_current = false;
-  // relaxed: see accept().
-  m_pending_count.fetch_sub(1, std::memory_order_relaxed);
+  // relaxed, and no RMW: see accept().
+  m_pending_count.store(m_pending_count.load(std::memory_order_relaxed) - 1,
+                        std::memory_order_relaxed);
 }
 
 // ---- observers ------------------------------------------------------------------------------
