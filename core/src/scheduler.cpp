@@ -116,6 +116,7 @@ scheduler::scheduler(const options& opts) : m_options(opts) {
   // Before any worker binds itself: places that share a cpuset with the node's other places
   // spread their workers over it (see topology::set_place_workers).
   topology::instance().set_place_workers(n);
+  m_yield_while_spinning = topology::instance().oversubscribed(n);
   m_workers.reserve(n);
   for (unsigned i = 0; i < n; ++i) m_workers.push_back(std::make_unique<worker>(*this, i, m_gate));
   m_threads.reserve(n);
@@ -291,7 +292,7 @@ void scheduler::worker_main(unsigned index) {
     // A watcher that woke up to poll goes back to sleep at once; others keep looking for a
     // while (spin_us): a round is a steal attempt on every worker and a network poll, with a
     // short pause between rounds (one pause is ~30 ns here: long pauses make a message wait).
-    // In the second half of the spin a round also yields the CPU, for oversubscribed runs.
+    // In the second half of the spin a round also yields the CPU if the node is oversubscribed.
     // The clock (~25 ns here) is read every 32 rounds only.
     ++idle_rounds;
     if (!watcher && spin_budget.count() > 0) {
@@ -302,11 +303,11 @@ void scheduler::worker_main(unsigned index) {
       }
       const auto spun = spin_clock::now() - spin_start;
       if (spun < spin_budget) {
-        yielding = spun > spin_budget / 2;
+        yielding = m_yield_while_spinning && spun > spin_budget / 2;
         continue;
       }
       if (net != nullptr && spun < k_expecting_spin && net->expecting_messages()) {
-        yielding = true;
+        yielding = m_yield_while_spinning;
         continue;
       }
     }

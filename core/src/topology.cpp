@@ -60,6 +60,13 @@ unsigned pin_pu_index(unsigned worker, unsigned threads, unsigned pus, local_pla
   return static_cast<unsigned>((first + worker) % pus);
 }
 
+bool workers_exceed_pus(unsigned threads, unsigned pus, local_placement where,
+                        bool shared) noexcept {
+  // 64-bit: size * threads may exceed 32 bits.
+  const std::uint64_t workers = shared ? std::uint64_t{where.size} * threads : threads;
+  return workers > pus;
+}
+
 struct topology::impl {
   hwloc_topology_t topo = nullptr;
   std::vector<unsigned> pu_os_indices; // PUs of the process cpuset, in logical order
@@ -98,6 +105,10 @@ topology::topology() : m_impl(new impl) {
   m_impl->where = local_placement_from_env();
   // Several places on this node, and nobody gave them cpusets of their own.
   m_impl->shared = m_impl->where.size > 1 && (m_whole_machine || launcher_left_ranks_unbound());
+}
+
+bool topology::oversubscribed(unsigned threads) const noexcept {
+  return workers_exceed_pus(threads, m_pus, m_impl->where, m_impl->shared);
 }
 
 void topology::set_place_workers(unsigned threads) noexcept {

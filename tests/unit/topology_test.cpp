@@ -17,6 +17,7 @@ using apgas::detail::local_placement;
 using apgas::detail::local_placement_from_env;
 using apgas::detail::parse_local_placement;
 using apgas::detail::pin_pu_index;
+using apgas::detail::workers_exceed_pus;
 
 TEST(pinning, not_shared_worker_i_gets_pu_i) {
   // Alone on the node, or bound by the launcher to a cpuset of its own: the old behaviour.
@@ -26,6 +27,19 @@ TEST(pinning, not_shared_worker_i_gets_pu_i) {
     EXPECT_EQ(pin_pu_index(w, 8, 8, local_placement{0, 1}, true), w);  // one place: no offset
   }
   EXPECT_EQ(pin_pu_index(9, 12, 8, {}, false), 1u); // more workers than PUs: wraps
+}
+
+TEST(oversubscription, counts_the_workers_of_every_place_sharing_the_cpuset) {
+  // Own cpuset (bound by the launcher, or alone): only this place's workers count.
+  EXPECT_FALSE(workers_exceed_pus(1, 1, local_placement{1, 2}, false)); // 2 places, a core each
+  EXPECT_FALSE(workers_exceed_pus(2, 2, {}, false));
+  EXPECT_TRUE(workers_exceed_pus(3, 2, {}, false));
+  // Shared cpuset: every place on the node runs as many workers.
+  EXPECT_FALSE(workers_exceed_pus(1, 2, local_placement{0, 2}, true)); // 2 x 1 on 2 PUs
+  EXPECT_TRUE(workers_exceed_pus(1, 2, local_placement{3, 4}, true));  // 4 x 1 on 2 PUs
+  EXPECT_TRUE(workers_exceed_pus(2, 2, local_placement{0, 2}, true));  // 2 x 2 on 2 PUs
+  // No overflow of size x threads.
+  EXPECT_TRUE(workers_exceed_pus(1U << 31, 4096, local_placement{0, 1U << 20}, true));
 }
 
 TEST(pinning, shared_cpuset_offsets_by_local_rank_times_threads) {

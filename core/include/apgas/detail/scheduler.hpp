@@ -76,6 +76,10 @@ private:
   bool work_visible() const;
 
   options m_options;
+  /// The node runs more workers than it has cores (topology::oversubscribed): a spinning
+  /// worker then yields its core now and then. Otherwise it never does: a yield is a system
+  /// call, and the worker that waits for a message sees it that much later.
+  bool m_yield_while_spinning = false;
   idle_gate m_gate;
   std::vector<std::unique_ptr<worker>> m_workers;
   std::vector<std::thread> m_threads;

@@ -37,6 +37,12 @@ local_placement local_placement_from_env() noexcept;
 unsigned pin_pu_index(unsigned worker, unsigned threads, unsigned pus, local_placement where,
                       bool shared) noexcept;
 
+/// @brief True if the node runs more workers than it has PUs for them: a place with `threads`
+/// workers on a cpuset of `pus` PUs, shared with the node's other places (`where.size` of
+/// them, each assumed to run as many workers) when `shared`.
+bool workers_exceed_pus(unsigned threads, unsigned pus, local_placement where,
+                        bool shared) noexcept;
+
 /// @brief Processing units of the calling process's cpuset. Thread-safety: any thread.
 class topology {
 public:
@@ -51,6 +57,9 @@ public:
   /// on bind_this_thread() offsets them by the place's position on the node when the cpuset
   /// is shared with other places (see the top of this file). The runtime calls it.
   void set_place_workers(unsigned threads) noexcept;
+  /// @brief workers_exceed_pus() for this process: whether a place of `threads` workers here
+  /// shares its cores with other workers (then a spinning worker should yield its core).
+  bool oversubscribed(unsigned threads) const noexcept;
   /// @brief Binds the calling thread to PU pin_pu_index(index, ...) of the cpuset (worker
   /// `index` goes to the (index mod pu_count)-th PU when the cpuset is not shared).
   /// @return false if binding is not supported (the thread then runs unbound).
