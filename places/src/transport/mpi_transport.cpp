@@ -53,9 +53,12 @@ constexpr int k_tag_announce = 2; // on the first communicator: "a big message f
 /// coalescing buffers to land without going through MPI's unexpected queue most of the time;
 /// independent of the number of places (MPI_ANY_SOURCE).
 constexpr std::size_t k_posted_receives = 4;
-/// Network messages up to this size travel in one message (a full coalescing buffer, at the
-/// default buffer size, included); bigger ones are announced and follow (see above).
-constexpr std::size_t k_posted_bytes = std::size_t{64} * 1024;
+/// Network messages up to this size travel in one message; bigger ones are announced and
+/// follow (see above). Twice the default coalescing buffer: a full buffer, and a logical
+/// message of up to that size sent alone (an `at` with a 64 KiB argument), land at once. A
+/// constant, not derived from the options: every rank must agree on it (the size of the
+/// receives one rank posts decides what the others may send unannounced).
+constexpr std::size_t k_posted_bytes = std::size_t{128} * 1024;
 /// Network messages received per poll at most, so that a flood does not starve delivery.
 constexpr int k_max_receives_per_poll = 1;
 /// Receive buffers kept for reuse.
