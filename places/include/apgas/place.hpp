@@ -199,48 +199,91 @@ promise_base* make_at_activity(byte_reader& r, reply_address to) {
   return &at_body<F, Args...>(std::move(args), to).release().promise();
 }
 
+/// @brief Serializes references to a remote call's arguments (see remote_call).
+template <class Refs>
+void serialize_args(byte_writer& w, const Refs& args) {
+  std::apply([&w](const auto&... a) { serialize_all(w, a...); }, args);
+}
+
+/// @brief What async_at() and at() return: the call, with references to its arguments, to be
+/// awaited in the expression that makes it. The arguments are serialized straight into the
+/// message when it is awaited: no copy of them is kept in between (a vector argument would be
+/// copied twice). Hence it cannot be kept and awaited later, when the arguments may be gone:
+/// `co_await at(p, f, x)` compiles, `auto a = at(p, f, x); co_await a;` does not, and
+/// `co_await std::move(a)` sends what x holds then.
+template <class Awaiter, class Fixed, class... A>
+class [[nodiscard]] remote_call {
+public:
+  remote_call(Fixed fixed, A&&... args) : m_fixed(fixed), m_args(std::forward<A>(args)...) {}
+  remote_call(const remote_call&) = delete;
+  remote_call& operator=(const remote_call&) = delete;
+
+  Awaiter operator co_await() && { return Awaiter(m_fixed, std::move(m_args)); }
+  template <bool Later = false>
+  void operator co_await() & {
+    static_assert(Later, "apgas: await async_at(...) and at(...) where they are called "
+                         "(co_await apgas::at(p, f, x)): they refer to their arguments, which "
+                         "are serialized when awaited. To await a kept one, co_await "
+                         "std::move(it), while its arguments are alive.");
+  }
+
+private:
+  Fixed m_fixed;
+  std::tuple<A&&...> m_args;
+};
+
+/// @brief Where an async_at goes, and how it runs there.
+template <class Invoker>
+struct async_at_target {
+  place_engine* engine; ///< of this process (the runtime outlives every activity)
+  place_id to;
+  Invoker invoker;
+};
+
 /// @brief co_await async_at(...): counts and sends the activity; the caller goes on at once.
-/// Keeps copies of the arguments, serialized straight into the message when awaited. The
-/// arguments are serialized before anything is counted: if that throws, the exception comes
-/// out of the co_await and the finish does not wait for an activity that was never sent.
+/// The arguments are serialized before anything is counted: if that throws, the exception
+/// comes out of the co_await and the finish does not wait for an activity that was never sent.
 /// Invoker is async_invoker (f is a coroutine: a frame per activity) or plain_async_invoker.
-template <class Invoker, class... Args>
+template <class Invoker, class... A>
 class async_at_awaiter {
 public:
-  template <class... A>
-  async_at_awaiter(place_engine& e, place_id to, Invoker inv, A&&... args)
-      : m_engine(&e), m_to(to), m_invoker(inv), m_args(std::forward<A>(args)...) {}
+  async_at_awaiter(async_at_target<Invoker> target, std::tuple<A&&...>&& args)
+      : m_target(target), m_args(std::move(args)) {}
   bool await_ready() const noexcept { return false; }
   template <class P>
   bool await_suspend(std::coroutine_handle<P> caller) {
     require_apgas_caller<P>();
     finish_state& f = *caller.promise().m_finish;
-    std::vector<std::byte>& bytes = m_engine->start_async(f, m_invoker);
+    std::vector<std::byte>& bytes = m_target.engine->start_async(f, m_target.invoker);
     byte_writer w(bytes);
-    std::apply([&w](const Args&... a) { serialize_all(w, a...); }, m_args);
-    m_engine->send_async(f, m_to, bytes);
+    serialize_args(w, m_args);
+    m_target.engine->send_async(f, m_target.to, bytes);
     return false; // never suspends
   }
   void await_resume() const noexcept {}
 
 private:
-  place_engine* m_engine; ///< of this process (the runtime outlives every activity)
-  place_id m_to;
-  Invoker m_invoker;
-  std::tuple<Args...> m_args;
+  async_at_target<Invoker> m_target;
+  std::tuple<A&&...> m_args;
+};
+
+/// @brief Where an at goes, and how it runs there.
+template <class Invoker>
+struct at_target {
+  place_id to;
+  Invoker invoker;
 };
 
 /// @brief co_await at(...): the caller suspends until the value (or the error) comes back.
-/// Keeps copies of the arguments, serialized straight into the message (before anything is
-/// counted or suspended: an argument that fails to serialize throws out of the co_await).
+/// The arguments are serialized straight into the message (before anything is counted or
+/// suspended: an argument that fails to serialize throws out of the co_await).
 /// Invoker is at_invoker (f is a coroutine: its body is an activity of the caller's finish at
 /// the other place) or rpc_invoker (a plain function: it runs in the handler, see on_rpc).
-template <class R, class Invoker, class... Args>
+template <class R, class Invoker, class... A>
 class at_awaiter final : public reply_sink {
 public:
-  template <class... A>
-  at_awaiter(place_id to, Invoker inv, A&&... args)
-      : m_to(to), m_invoker(inv), m_args(std::forward<A>(args)...) {}
+  at_awaiter(at_target<Invoker> target, std::tuple<A&&...>&& args)
+      : m_to(target.to), m_invoker(target.invoker), m_args(std::move(args)) {}
   at_awaiter(const at_awaiter&) = delete;
   at_awaiter& operator=(const at_awaiter&) = delete;
 
@@ -256,7 +299,7 @@ public:
     else message = &e.start_at(*m_caller->m_finish, m_invoker, this);
     std::vector<std::byte>& bytes = *message;
     byte_writer w(bytes);
-    std::apply([&w](const Args&... a) { serialize_all(w, a...); }, m_args);
+    serialize_args(w, m_args);
     if constexpr (!is_rpc) e.record_send(*m_caller->m_finish, m_to);
     // Count what this worker leaves behind before the reply can resume us elsewhere.
     const std::coroutine_handle<> next = t_worker->suspend_for_external();
@@ -287,7 +330,7 @@ public:
 private:
   place_id m_to;
   Invoker m_invoker;
-  std::tuple<Args...> m_args;
+  std::tuple<A&&...> m_args; ///< used by await_suspend only, within the co_await expression
   promise_base* m_caller = nullptr;
   bool m_ok = false;
   std::string m_error_text;                ///< !m_ok: what the remote exception said
@@ -305,12 +348,18 @@ template <class F, class... Args>
   detail::require_serializable_args<Args...>();
   detail::place_engine& e = detail::place_engine::current();
   e.check_place(p);
-  if constexpr (detail::is_task_v<typename detail::remote_result<F, std::decay_t<Args>...>::raw>)
-    return detail::async_at_awaiter<detail::async_invoker, std::decay_t<Args>...>(
-        e, p, &detail::make_async_activity<F, std::decay_t<Args>...>, std::forward<Args>(args)...);
-  else // no frame per activity at p: the plain asyncs that arrive together share one
-    return detail::async_at_awaiter<detail::plain_async_invoker, std::decay_t<Args>...>(
-        e, p, &detail::run_plain_async<F, std::decay_t<Args>...>, std::forward<Args>(args)...);
+  constexpr bool coroutine =
+      detail::is_task_v<typename detail::remote_result<F, std::decay_t<Args>...>::raw>;
+  // A coroutine function gets a frame per activity at p; plain asyncs that arrive together
+  // share one.
+  using invoker =
+      std::conditional_t<coroutine, detail::async_invoker, detail::plain_async_invoker>;
+  invoker inv;
+  if constexpr (coroutine) inv = &detail::make_async_activity<F, std::decay_t<Args>...>;
+  else inv = &detail::run_plain_async<F, std::decay_t<Args>...>;
+  using awaiter = detail::async_at_awaiter<invoker, Args...>;
+  return detail::remote_call<awaiter, detail::async_at_target<invoker>, Args...>(
+      detail::async_at_target<invoker>{&e, p, inv}, std::forward<Args>(args)...);
 }
 
 /// @brief Runs f(args...) at place p and gives its value back; the caller suspends meanwhile
@@ -324,12 +373,17 @@ template <class F, class... Args>
   static_assert(std::is_void_v<R> || serializable<R>,
                 "apgas: the value returned by the function given to at() must be serializable");
   detail::place_engine::current().check_place(p);
-  if constexpr (detail::is_task_v<typename detail::remote_result<F, std::decay_t<Args>...>::raw>)
-    return detail::at_awaiter<R, detail::at_invoker, std::decay_t<Args>...>(
-        p, &detail::make_at_activity<F, std::decay_t<Args>...>, std::forward<Args>(args)...);
-  else // a remote procedure call: runs in p's message handler, no frame, no finish traffic
-    return detail::at_awaiter<R, detail::rpc_invoker, std::decay_t<Args>...>(
-        p, &detail::run_rpc<F, std::decay_t<Args>...>, std::forward<Args>(args)...);
+  constexpr bool coroutine =
+      detail::is_task_v<typename detail::remote_result<F, std::decay_t<Args>...>::raw>;
+  // A coroutine function runs as an activity at p; a plain one is a remote procedure call,
+  // run in p's message handler: no frame, no finish traffic.
+  using invoker = std::conditional_t<coroutine, detail::at_invoker, detail::rpc_invoker>;
+  invoker inv;
+  if constexpr (coroutine) inv = &detail::make_at_activity<F, std::decay_t<Args>...>;
+  else inv = &detail::run_rpc<F, std::decay_t<Args>...>;
+  using awaiter = detail::at_awaiter<R, invoker, Args...>;
+  return detail::remote_call<awaiter, detail::at_target<invoker>, Args...>(
+      detail::at_target<invoker>{p, inv}, std::forward<Args>(args)...);
 }
 
 } // namespace apgas
