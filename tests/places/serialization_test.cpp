@@ -577,6 +577,24 @@ TEST(RoundTrip, Vectors) {
   EXPECT_EQ(apgas::serialized_size(std::vector<int>{1, 2, 3}), 8U + 12U);
 }
 
+TEST(RoundTrip, VectorsReadFromAnyAlignment) {
+  // A vector's elements are read straight from the message bytes, wherever the vector starts
+  // in it (here after 1 to 7 bytes): every element must come back, the first and last ones
+  // included.
+  std::vector<double> values(257);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = 0.25 * static_cast<double>(i) - 3;
+  for (std::size_t skew = 1; skew < 8; ++skew) {
+    std::vector<std::byte> bytes;
+    apgas::byte_writer w(bytes);
+    for (std::size_t i = 0; i < skew; ++i) apgas::serialize(w, static_cast<std::uint8_t>(i));
+    apgas::serialize(w, values);
+    apgas::byte_reader r(bytes);
+    for (std::size_t i = 0; i < skew; ++i) EXPECT_EQ(apgas::deserialize<std::uint8_t>(r), i);
+    EXPECT_EQ(apgas::deserialize<std::vector<double>>(r), values) << "after " << skew << " bytes";
+    EXPECT_EQ(r.remaining(), 0U);
+  }
+}
+
 TEST(RoundTrip, VectorOfBoolIsPacked) {
   for (std::size_t n : {0, 1, 7, 8, 9, 64, 100}) {
     std::vector<bool> v(n);

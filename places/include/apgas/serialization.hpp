@@ -43,10 +43,12 @@
 #include "apgas/detail/serialization_traits.hpp"
 
 #include <bit>
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <iterator>
 #include <limits>
 #include <span>
 #include <stdexcept>
@@ -311,6 +313,57 @@ using returned_t = std::conditional_t<std::is_array_v<T> || std::is_function_v<T
 template <class T>
 inline constexpr bool always_false_v = false;
 
+/// @brief A random-access iterator over elements of a bitwise type stored in bytes at any
+/// alignment (each read with memcpy), so that a vector can be built straight from a message.
+template <class E>
+class unaligned_elements {
+public:
+  using iterator_category = std::random_access_iterator_tag;
+  using value_type = E;
+  using difference_type = std::ptrdiff_t;
+  using pointer = void;
+  using reference = E;
+
+  unaligned_elements() = default;
+  explicit unaligned_elements(const std::byte* at) noexcept : m_at(at) {}
+  E operator*() const noexcept {
+    E e;
+    std::memcpy(&e, m_at, sizeof(E));
+    return e;
+  }
+  E operator[](difference_type i) const noexcept { return *(*this + i); }
+  unaligned_elements& operator++() noexcept { return *this += 1; }
+  unaligned_elements operator++(int) noexcept { return std::exchange(*this, *this + 1); }
+  unaligned_elements& operator--() noexcept { return *this -= 1; }
+  unaligned_elements operator--(int) noexcept { return std::exchange(*this, *this - 1); }
+  unaligned_elements& operator+=(difference_type i) noexcept {
+    m_at += i * static_cast<difference_type>(sizeof(E));
+    return *this;
+  }
+  unaligned_elements& operator-=(difference_type i) noexcept { return *this += -i; }
+  friend unaligned_elements operator+(unaligned_elements a, difference_type i) noexcept {
+    return a += i;
+  }
+  friend unaligned_elements operator+(difference_type i, unaligned_elements a) noexcept {
+    return a += i;
+  }
+  friend unaligned_elements operator-(unaligned_elements a, difference_type i) noexcept {
+    return a -= i;
+  }
+  friend difference_type operator-(unaligned_elements a, unaligned_elements b) noexcept {
+    return (a.m_at - b.m_at) / static_cast<difference_type>(sizeof(E));
+  }
+  friend bool operator==(unaligned_elements a, unaligned_elements b) noexcept {
+    return a.m_at == b.m_at;
+  }
+  friend auto operator<=>(unaligned_elements a, unaligned_elements b) noexcept {
+    return a.m_at <=> b.m_at;
+  }
+
+private:
+  const std::byte* m_at = nullptr;
+};
+
 template <class T>
 void write_value(byte_writer& w, const T& value);
 template <class T>
@@ -480,10 +533,10 @@ T read_value(byte_reader& r) {
     if constexpr (is_bitwise_v<element> && is_instance_of_v<T, std::vector> &&
                   std::is_default_constructible_v<element>) {
       const std::size_t n = r.read_length(sizeof(element));
-      T v;
-      v.resize(n);
-      r.read_bytes(v.data(), n * sizeof(element));
-      return v;
+      const std::span<const std::byte> bytes = r.read_span(n * sizeof(element));
+      // Built from the bytes in one pass: resize would zero-fill the elements first.
+      return T(unaligned_elements<element>(bytes.data()),
+               unaligned_elements<element>(bytes.data() + bytes.size()));
     } else {
       const std::size_t n = r.read_length(min_element_bytes<element>());
       T c;
