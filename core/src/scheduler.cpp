@@ -291,13 +291,16 @@ void scheduler::worker_main(unsigned index) {
     }
     // A watcher that woke up to poll goes back to sleep at once; others keep looking for a
     // while (spin_us): a round is a steal attempt on every worker and a network poll, with a
-    // short pause between rounds (one pause is ~30 ns here: long pauses make a message wait).
+    // short pause between rounds (one pause is ~30 ns here: long pauses make a message wait)
+    // when there is no network: a network poll (~150 ns, most of it MPI's progress) is pause
+    // enough, and the length of a round is how late a message is seen.
     // In the second half of the spin a round also yields the CPU if the node is oversubscribed.
     // The clock (~25 ns here) is read every 32 rounds only.
     ++idle_rounds;
     if (!watcher && spin_budget.count() > 0) {
       if ((idle_rounds & 31U) != 0) {
-        for (int i = 0; i < k_spin_pauses; ++i) cpu_relax();
+        if (net == nullptr)
+          for (int i = 0; i < k_spin_pauses; ++i) cpu_relax();
         if (yielding) std::this_thread::yield();
         continue;
       }
