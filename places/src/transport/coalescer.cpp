@@ -66,9 +66,28 @@ struct alignas(64) coalescer::slot {
   std::vector<sealed_buffer> ready;   ///< sealed, waiting for collect(), in sealing order
   std::vector<byte_buffer> pool;      ///< recycled buffers
   bool listed = false;                ///< in m_active or in collect()'s m_scan
-  /// Bytes appended and not completed. Added by appenders (under `lock`), subtracted by
-  /// whoever completes a send (any thread, no lock); read as a hint (back-pressure, idle).
-  std::atomic<std::uint64_t> outstanding{0};
+  /// Bytes appended and bytes completed, since the start: the difference is what is
+  /// outstanding (read as a hint: back-pressure, idle). Two counts rather than one that goes up
+  /// and down: appended_bytes has one writer at a time (under `lock`), so appending costs a
+  /// load and a store, not an atomic read-modify-write per message; completed_bytes is added
+  /// to by whoever completes a send (any thread, no lock), once per network message.
+  std::atomic<std::uint64_t> appended_bytes{0};
+  std::atomic<std::uint64_t> completed_bytes{0};
+  /// appended_bytes - completed_bytes, never negative. Any thread.
+  std::uint64_t outstanding() const noexcept {
+    // acquire: a completion seen here was of bytes whose append happened before it (and
+    // before the completer's release), so the appended count read next includes them.
+    const std::uint64_t done = completed_bytes.load(std::memory_order_acquire);
+    // relaxed: see above; an append not seen yet only makes the answer a little low.
+    return appended_bytes.load(std::memory_order_relaxed) - done;
+  }
+  /// Under `lock`: counts `bytes` more appended.
+  void add_appended(std::uint64_t bytes) noexcept {
+    // relaxed: one writer at a time (the lock holder); the appending thread reads it back
+    // right after (coherence), other readers use it as a hint.
+    appended_bytes.store(appended_bytes.load(std::memory_order_relaxed) + bytes,
+                         std::memory_order_relaxed);
+  }
   /// Logical messages appended; written under `lock`, read by stats() without it.
   std::atomic<std::uint64_t> appended{0};
 };
@@ -143,9 +162,8 @@ bool coalescer::append(place_id to, std::span<const std::byte> message) {
     start_buffer_locked(to, s, frame_bytes, coalesce);
   append_frame(s.current, message);
   ++s.current_messages;
-  // relaxed: this thread reads it back right after (coherence), other readers use it as a hint;
-  // counted at enqueue time, so back-pressure and idle tests see the message at once.
-  s.outstanding.fetch_add(frame_bytes, std::memory_order_relaxed);
+  // Counted at enqueue time, so back-pressure and idle tests see the message at once.
+  s.add_appended(frame_bytes);
   // relaxed: a statistic; single writer at a time (under the lock), so load+store is enough.
   s.appended.store(s.appended.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (!coalesce || s.current.size() >= m_options.buffer_bytes) {
@@ -170,8 +188,7 @@ std::optional<sealed_buffer> coalescer::take_alone(place_id to,
     s.pool.pop_back();
   }
   append_frame(alone.bytes, message);
-  // relaxed: as in append().
-  s.outstanding.fetch_add(frame_bytes, std::memory_order_relaxed);
+  s.add_appended(frame_bytes); // as in append()
   s.appended.store(s.appended.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   return alone;
 }
@@ -264,14 +281,13 @@ void coalescer::recycle(place_id to, byte_buffer&& buffer) {
 }
 
 void coalescer::complete(place_id to, std::size_t bytes) noexcept {
-  // release: pairs with the acquire loads below, so that whoever sees the drop also sees what
-  // the completing thread did before (the buffer handed back).
-  m_slots[to].outstanding.fetch_sub(bytes, std::memory_order_release);
+  // release: pairs with the acquire loads in slot::outstanding, so that whoever sees the
+  // completion also sees what the completing thread did before (the buffer handed back).
+  m_slots[to].completed_bytes.fetch_add(bytes, std::memory_order_release);
 }
 
 std::uint64_t coalescer::outstanding(place_id to) const noexcept {
-  // acquire: see complete().
-  return m_slots[to].outstanding.load(std::memory_order_acquire);
+  return m_slots[to].outstanding();
 }
 
 std::size_t coalescer::sealed_buffers() const noexcept {
@@ -281,8 +297,7 @@ std::size_t coalescer::sealed_buffers() const noexcept {
 
 bool coalescer::idle() const noexcept {
   for (std::size_t i = 0; i < m_destinations; ++i)
-    // acquire: see complete().
-    if (m_slots[i].outstanding.load(std::memory_order_acquire) != 0)
+    if (m_slots[i].outstanding() != 0)
       return false;
   return true;
 }
