@@ -147,7 +147,7 @@ struct home_link {
 place_engine::place_engine(scheduler& sched, std::unique_ptr<transport> net,
                            std::chrono::microseconds report_delay_max)
     : m_sched(sched), m_net(std::move(net)), m_here(m_net->here()), m_places(m_net->places()),
-      m_report_delay_max(report_delay_max) {
+      m_report_delay_max(report_delay_max), m_counters(sched) {
   m_net->set_batch_end_handler([this] { flush_arrivals(); });
   m_net->set_handler([this](place_id from, std::span<const std::byte> bytes) {
     on_message(from, bytes);
@@ -358,7 +358,7 @@ std::vector<std::byte>& place_engine::start_async(finish_state& f, plain_async_i
 
 void place_engine::send_async(finish_state& f, place_id to, const std::vector<std::byte>& bytes) {
   count_send(f, to); // inlined: one call on the path of every remote async, not two
-  m_counters.activities_sent.fetch_add(1, std::memory_order_relaxed);
+  m_counters.activities_sent.add();
   send_message(to, bytes);
 }
 
@@ -377,7 +377,7 @@ std::vector<std::byte>& place_engine::start_rpc(rpc_invoker inv, reply_sink* sin
 }
 
 void place_engine::finish_at(place_id to, const std::vector<std::byte>& bytes) {
-  m_counters.activities_sent.fetch_add(1, std::memory_order_relaxed);
+  m_counters.activities_sent.add();
   m_awaited.fetch_add(1, std::memory_order_relaxed); // relaxed: a hint, undone by the reply
   m_net->send_now(to, bytes); // somebody waits for the answer: latency before coalescing
 }

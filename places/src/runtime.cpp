@@ -88,8 +88,8 @@ std::pair<bool, std::vector<std::byte>> runtime::wait_run_end() {
 std::string runtime::message_stats() const {
   const auto& c = m_engine->counters();
   const auto t = m_engine->transport_counters();
-  const auto rd = [](const std::atomic<std::uint64_t>& a) {
-    return a.load(std::memory_order_relaxed);
+  const auto rd = [](const auto& counter) { // std::atomic or spread_counter
+    return counter.load(std::memory_order_relaxed);
   };
   const double ratio = t.mpi_messages_sent == 0
                            ? 0.0

@@ -1,6 +1,8 @@
 // The runtime object: lifetime, uniqueness, idle workers parking, statistics.
 #include "test_support.hpp"
 
+#include <apgas/detail/spread_counter.hpp>
+
 #include <chrono>
 #include <stdexcept>
 #include <thread>
@@ -35,6 +37,23 @@ TEST(runtime, reports_the_worker_count_it_was_given) {
   o.threads = 3;
   apgas::local_runtime rt(o);
   EXPECT_EQ(rt.threads(), 3U);
+}
+
+// A spread_counter adds without read-modify-writes on workers (a slot each) and with one on
+// other threads (a shared slot): every addition is in the sum once everybody is done.
+TEST(spread_counter, sums_what_every_worker_and_other_thread_added) {
+  apgas::local_runtime rt(two_workers());
+  apgas::detail::spread_counter counter(rt.sched());
+  constexpr int k_asyncs = 20000;
+  rt.run([&counter]() -> task<> {
+    co_await apgas::finish([&counter]() -> task<> {
+      for (int i = 0; i < k_asyncs; ++i) co_await apgas::async([&counter] { counter.add(); });
+    });
+  });
+  counter.add(5); // the main thread: no worker, the shared slot
+  std::thread other([&counter] { counter.add(7); });
+  other.join();
+  EXPECT_EQ(counter.load(), static_cast<std::uint64_t>(k_asyncs) + 12U);
 }
 
 // Idle workers must park (not spin): after a run, every worker reaches the parked state.

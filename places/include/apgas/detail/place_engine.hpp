@@ -20,6 +20,7 @@
 #include "apgas/detail/finish_protocol.hpp"
 #include "apgas/detail/network.hpp"
 #include "apgas/detail/scheduler.hpp"
+#include "apgas/detail/spread_counter.hpp"
 #include "apgas/detail/transport.hpp"
 #include "apgas/serialization.hpp"
 
@@ -76,7 +77,8 @@ protected:
 
 /// @brief Message counts of one place (all relaxed counters: statistics only).
 struct engine_counters {
-  std::atomic<std::uint64_t> activities_sent{0};   ///< async and at requests
+  explicit engine_counters(const scheduler& sched) : activities_sent(sched) {}
+  spread_counter activities_sent;                  ///< async and at requests (every remote async)
   std::atomic<std::uint64_t> replies_sent{0};
   std::atomic<std::uint64_t> reports_sent{0};      ///< finish control messages
   std::atomic<std::uint64_t> cleanups_sent{0};     ///< finish control messages
