@@ -149,10 +149,12 @@ void scheduler::run_root(promise_base& root) {
 
 void scheduler::inject(deque_item item) {
   // A handler run by one of our workers polling between strands: the item goes to that
-  // worker's deque, which it pops right after the poll (others may steal it). Saves the
-  // queue's lock twice on the path of every `at` request, `at` reply and remote async.
+  // worker, which runs it right after the poll (its handoff slot, then its deque, where others
+  // may steal it). Saves the queue's lock twice on the path of every `at` request, `at` reply
+  // and remote async.
   if (worker* w = t_worker; w != nullptr && w->m_between_strands && &w->sched() == this) {
-    w->push_between_strands(item);
+    if (w->m_handoff == 0) w->m_handoff = item; // run as soon as the poll returns
+    else w->push_between_strands(item);
     return;
   }
   {
@@ -213,6 +215,7 @@ deque_item scheduler::find_work(worker& self) {
     self.m_between_strands = true; // see scheduler::inject
     const bool delivered = net->poll();
     self.m_between_strands = false;
+    if (deque_item item = std::exchange(self.m_handoff, deque_item{0})) return item;
     if (delivered) {
       if (deque_item item = self.m_deque.pop()) return item;
       if (deque_item item = take_injected_batch(self)) return item;

@@ -147,7 +147,7 @@ struct home_link {
 place_engine::place_engine(scheduler& sched, std::unique_ptr<transport> net,
                            std::chrono::microseconds report_delay_max)
     : m_sched(sched), m_net(std::move(net)), m_here(m_net->here()), m_places(m_net->places()),
-      m_report_delay_max(report_delay_max), m_counters(sched) {
+      m_report_delay_max(report_delay_max), m_counters(sched), m_awaited(sched) {
   m_net->set_batch_end_handler([this] { flush_arrivals(); });
   m_net->set_handler([this](place_id from, std::span<const std::byte> bytes) {
     on_message(from, bytes);
@@ -292,7 +292,7 @@ inline void place_engine::count_send(finish_state& f, place_id to) {
   if (link.tally.on_send(to)) {
     f.m_count.fetch_add(1, std::memory_order_relaxed);
     // relaxed: a hint (see expecting_messages); closed again in apply_report.
-    m_awaited.fetch_add(1, std::memory_order_relaxed);
+    m_awaited.add();
   }
 }
 
@@ -378,7 +378,7 @@ std::vector<std::byte>& place_engine::start_rpc(rpc_invoker inv, reply_sink* sin
 
 void place_engine::finish_at(place_id to, const std::vector<std::byte>& bytes) {
   m_counters.activities_sent.add();
-  m_awaited.fetch_add(1, std::memory_order_relaxed); // relaxed: a hint, undone by the reply
+  m_awaited.add(); // relaxed: a hint, undone by the reply
   m_net->send_now(to, bytes); // somebody waits for the answer: latency before coalescing
 }
 
@@ -666,7 +666,7 @@ void place_engine::on_reply(byte_reader& r) {
   const auto token = deserialize<std::uint64_t>(r);
   const bool ok = deserialize<std::uint8_t>(r) != 0;
   auto* sink = reinterpret_cast<reply_sink*>(static_cast<std::uintptr_t>(token));
-  m_awaited.fetch_sub(1, std::memory_order_relaxed); // relaxed: a hint
+  m_awaited.sub(); // relaxed: a hint
   sink->on_reply(ok, r.read_span(r.remaining())); // read in place: no copy of the value
 }
 
@@ -837,7 +837,7 @@ void place_engine::apply_report(const finish_report& rep, const std::vector<std:
   link.touch(rep.from);
   if (link.tally.on_report(rep)) {
     // The remote part closed: that strand of f ends.
-    m_awaited.fetch_sub(1, std::memory_order_relaxed); // relaxed: a hint
+    m_awaited.sub(); // relaxed: a hint
     if (f->release_strand()) complete_from_outside(*f);
   }
 }

@@ -30,6 +30,11 @@ public:
     }
     m_shared.fetch_add(n, std::memory_order_relaxed);
   }
+  /// @brief Takes `n` off (a count that goes up and down, such as replies awaited: the slots
+  /// wrap around modulo 2^64 and their sum is right, read with load_signed()).
+  void sub(std::uint64_t n = 1) noexcept { add(std::uint64_t{0} - n); }
+  /// @brief The sum as a signed count (see sub). While threads add, it may be off either way.
+  std::int64_t load_signed() const noexcept { return static_cast<std::int64_t>(load()); }
   /// @brief The sum (the order argument, for the interface of std::atomic, is ignored).
   std::uint64_t load(std::memory_order = std::memory_order_relaxed) const noexcept {
     std::uint64_t total = m_shared.load(std::memory_order_relaxed);

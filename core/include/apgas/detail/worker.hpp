@@ -76,6 +76,10 @@ public:
   /// message handlers it runs then put the work they create straight into its deque, which
   /// holds no continuation at that point (see scheduler::inject). Owner only.
   bool m_between_strands = false;
+  /// The first item a message handler created during that poll (an `at` caller to resume,
+  /// typically): find_work runs it right after the poll, without the deque's push and pop
+  /// (two fences on the path of every `at` reply). Later ones go to the deque. Owner only.
+  deque_item m_handoff = 0;
   /// Set by find_work when its network poll delivered messages but left no work. Owner only.
   bool m_served_messages = false;
 

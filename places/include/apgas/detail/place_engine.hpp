@@ -119,7 +119,7 @@ public:
   void flush() noexcept override;
   bool expecting_messages() const noexcept override {
     // relaxed: a hint for how long an idle worker waits before it parks.
-    return m_awaited.load(std::memory_order_relaxed) > 0 || reports_waiting() ||
+    return m_awaited.load_signed() > 0 || reports_waiting() ||
            served_rpcs_lately();
   }
 
@@ -301,7 +301,7 @@ private:
   engine_counters m_counters;
   /// `at` replies and remote parts of home finishes this place waits for (a hint for idle
   /// workers, see expecting_messages).
-  std::atomic<std::int64_t> m_awaited{0};
+  spread_counter m_awaited;
   /// A place that just answered an `at` probably gets the next one soon (a caller doing them in
   /// a row): it keeps polling instead of parking (a parked place answers only when its watcher
   /// wakes, up to a millisecond later). The handler counts rpcs (cheap, no clock); idle
