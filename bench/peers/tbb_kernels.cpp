@@ -31,8 +31,7 @@ long fib(int n, int cutoff) {
 
 namespace {
 
-double integrate_rec(double l, double fl, double r, double fr, double area,
-                            double cutoff_width) {
+double integrate_rec(double l, double fl, double r, double fr, double area, double cutoff_width) {
   if (r - l < cutoff_width)
     return apgas_apps::integrate_seq_rec(l, fl, r, fr, area);
   const apgas_apps::integrate_step s(l, fl, r, fr);
