@@ -400,7 +400,7 @@ std::size_t place_engine::start_reply(std::vector<std::byte>& out, reply_address
 void place_engine::finish_reply(place_id to, std::vector<std::byte>& out, std::size_t ok_at,
                                 bool ok) {
   out.at(ok_at) = static_cast<std::byte>(ok ? 1 : 0);
-  m_counters.replies_sent.fetch_add(1, std::memory_order_relaxed);
+  m_counters.replies_sent.add();
   m_net->send_now(to, out); // the caller is suspended until this arrives
 }
 

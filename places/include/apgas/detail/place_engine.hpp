@@ -77,9 +77,9 @@ protected:
 
 /// @brief Message counts of one place (all relaxed counters: statistics only).
 struct engine_counters {
-  explicit engine_counters(const scheduler& sched) : activities_sent(sched) {}
+  explicit engine_counters(const scheduler& sched) : activities_sent(sched), replies_sent(sched) {}
   spread_counter activities_sent;                  ///< async and at requests (every remote async)
-  std::atomic<std::uint64_t> replies_sent{0};
+  spread_counter replies_sent;                     ///< at replies (every at)
   std::atomic<std::uint64_t> reports_sent{0};      ///< finish control messages
   std::atomic<std::uint64_t> cleanups_sent{0};     ///< finish control messages
   std::atomic<std::uint64_t> finishes_distributed{0}; ///< home finishes that went remote
