@@ -323,13 +323,24 @@ namespace {
 /// serialize() writes them (the receiver reads them with deserialize), without one vector
 /// append per field (a remote async's head costs a tenth of its sending otherwise).
 template <class... T>
-void put_head(std::vector<std::byte>& out, const T&... fields) {
+auto pack_head(const T&... fields) {
   static_assert((std::is_trivially_copyable_v<T> && ...));
   constexpr std::size_t k_bytes = (sizeof(T) + ...);
   std::array<std::byte, k_bytes> head;
   std::size_t at = 0;
   ((std::memcpy(head.data() + at, &fields, sizeof(T)), at += sizeof(T)), ...);
+  return head;
+}
+
+template <class... T>
+void put_head(std::vector<std::byte>& out, const T&... fields) {
+  const auto head = pack_head(fields...);
   out.insert(out.end(), head.begin(), head.end());
+}
+
+/// The head of an activity message (see start_message).
+auto activity_head(msg_kind kind, const finish_id& id, std::int64_t code) {
+  return pack_head(static_cast<std::uint8_t>(kind), id.home, id.serial, code);
 }
 } // namespace
 
@@ -343,8 +354,9 @@ std::vector<std::byte>& place_engine::start_message(msg_kind kind, finish_state&
                                                     const void* code, const Extra&... extra) {
   std::vector<std::byte>& bytes = message_buffer();
   const finish_id id = send_id_of(f);
-  put_head(bytes, static_cast<std::uint8_t>(kind), id.home, id.serial, code_offset(code),
-           extra...);
+  const auto head = activity_head(kind, id, code_offset(code));
+  bytes.insert(bytes.end(), head.begin(), head.end());
+  if constexpr (sizeof...(Extra) > 0) put_head(bytes, extra...);
   return bytes;
 }
 
@@ -360,6 +372,27 @@ void place_engine::send_async(finish_state& f, place_id to, const std::vector<st
   count_send(f, to); // inlined: one call on the path of every remote async, not two
   m_counters.activities_sent.add();
   send_message(to, bytes);
+}
+
+void place_engine::send_plain_async_written(finish_state& f, place_id to, plain_async_invoker inv,
+                                            std::size_t args_bytes,
+                                            transport::message_writer write_args,
+                                            const void* args) {
+  struct written {
+    decltype(activity_head(msg_kind::plain_async, finish_id{}, 0)) head;
+    transport::message_writer write_args;
+    const void* args;
+  };
+  const written w{activity_head(msg_kind::plain_async, send_id_of(f),
+                                code_offset(reinterpret_cast<const void*>(inv))),
+                  write_args, args};
+  count_send(f, to);
+  m_counters.activities_sent.add();
+  m_net->send_written(to, w.head.size() + args_bytes, [](std::byte* at, const void* context) noexcept {
+    const auto& message = *static_cast<const written*>(context);
+    std::memcpy(at, message.head.data(), message.head.size());
+    message.write_args(at + message.head.size(), message.args);
+  }, &w);
 }
 
 std::vector<std::byte>& place_engine::start_at(finish_state& f, at_invoker inv,

@@ -232,6 +232,17 @@ private:
   std::tuple<A&&...> m_args;
 };
 
+/// @brief Writes bitwise arguments in place, exactly as serialize_all would (their bytes, in
+/// order): the transport::message_writer of a plain async's arguments.
+template <class Refs>
+void write_bitwise_args(std::byte* at, const void* args) noexcept {
+  std::apply(
+      [&at](const auto&... a) {
+        ((std::memcpy(at, std::addressof(a), sizeof(a)), at += sizeof(a)), ...);
+      },
+      *static_cast<const Refs*>(args));
+}
+
 /// @brief Where an async_at goes, and how it runs there.
 template <class Invoker>
 struct async_at_target {
@@ -254,10 +265,20 @@ public:
   bool await_suspend(std::coroutine_handle<P> caller) {
     require_apgas_caller<P>();
     finish_state& f = *caller.promise().m_finish;
-    std::vector<std::byte>& bytes = m_target.engine->start_async(f, m_target.invoker);
-    byte_writer w(bytes);
-    serialize_args(w, m_args);
-    m_target.engine->send_async(f, m_target.to, bytes);
+    if constexpr (std::is_same_v<Invoker, plain_async_invoker> &&
+                  (is_bitwise_v<std::decay_t<A>> && ...)) {
+      // The common stream (numbers, plain structs): written straight into the coalescing
+      // buffer, nothing staged.
+      constexpr std::size_t k_args_bytes = (std::size_t{0} + ... + sizeof(std::decay_t<A>));
+      m_target.engine->send_plain_async_written(f, m_target.to, m_target.invoker, k_args_bytes,
+                                                &write_bitwise_args<std::tuple<A&&...>>,
+                                                &m_args);
+    } else {
+      std::vector<std::byte>& bytes = m_target.engine->start_async(f, m_target.invoker);
+      byte_writer w(bytes);
+      serialize_args(w, m_args);
+      m_target.engine->send_async(f, m_target.to, bytes);
+    }
     return false; // never suspends
   }
   void await_resume() const noexcept {}

@@ -145,10 +145,11 @@ void coalescer::seal_locked(slot& s) {
   m_ready.fetch_add(1, std::memory_order_relaxed);
 }
 
-bool coalescer::append(place_id to, std::span<const std::byte> message) {
-  if (message.size() > k_max_message_bytes)
-    throw_too_long(message.size());
-  const std::size_t frame_bytes = k_frame_header + message.size();
+template <class Fill>
+bool coalescer::append_frame_locked(place_id to, std::size_t size, Fill fill) {
+  if (size > k_max_message_bytes)
+    throw_too_long(size);
+  const std::size_t frame_bytes = k_frame_header + size;
   slot& s = m_slots[to];
   bool sealed = false;
   std::lock_guard lock(s.lock);
@@ -160,7 +161,10 @@ bool coalescer::append(place_id to, std::span<const std::byte> message) {
   const bool coalesce = m_coalesce.load(std::memory_order_relaxed);
   if (s.current.empty())
     start_buffer_locked(to, s, frame_bytes, coalesce);
-  append_frame(s.current, message);
+  const auto length = static_cast<std::uint32_t>(size);
+  std::byte* at = s.current.extend(frame_bytes); // one capacity check
+  std::memcpy(at, &length, k_frame_header);
+  fill(at + k_frame_header);
   ++s.current_messages;
   // Counted at enqueue time, so back-pressure and idle tests see the message at once.
   s.add_appended(frame_bytes);
@@ -171,6 +175,18 @@ bool coalescer::append(place_id to, std::span<const std::byte> message) {
     sealed = true;
   }
   return sealed;
+}
+
+bool coalescer::append(place_id to, std::span<const std::byte> message) {
+  return append_frame_locked(to, message.size(), [message](std::byte* at) {
+    if (!message.empty()) std::memcpy(at, message.data(), message.size());
+  });
+}
+
+bool coalescer::append_written(place_id to, std::size_t size,
+                               void (*write)(std::byte* at, const void* context) noexcept,
+                               const void* context) {
+  return append_frame_locked(to, size, [write, context](std::byte* at) { write(at, context); });
 }
 
 std::optional<sealed_buffer> coalescer::take_alone(place_id to,

@@ -34,9 +34,20 @@ namespace {
 void transport_base::send(place_id to, std::span<const std::byte> message) {
   if (to >= m_places)
     throw_bad_destination(to, m_places);
+  after_append(to, m_coalescer.append(to, message));
+}
+
+void transport_base::send_written(place_id to, std::size_t size, message_writer write,
+                                  const void* context) {
+  if (to >= m_places)
+    throw_bad_destination(to, m_places);
+  after_append(to, m_coalescer.append_written(to, size, write, context));
+}
+
+void transport_base::after_append(place_id to, bool sealed) {
   // A full buffer leaves at once if the network is free; otherwise the current holder of the
   // network lock, or the next poll, sends it (never block a sender on the network).
-  if (m_coalescer.append(to, message))
+  if (sealed)
     try_progress_sends();
   if (over_limits(to))
     wait_for_room(to);

@@ -39,6 +39,8 @@ public:
   place_id here() const noexcept override { return m_here; }
   place_id places() const noexcept override { return m_places; }
   void send(place_id to, std::span<const std::byte> message) override;
+  void send_written(place_id to, std::size_t size, message_writer write,
+                    const void* context) override;
   void send_now(place_id to, std::span<const std::byte> message) override;
   void flush() override;
   void set_coalescing(bool on) override { m_coalescer.set_coalescing(on); }
@@ -104,6 +106,8 @@ protected:
 
 private:
   void drain_locked(coalescer::seal_mode mode);
+  /// send()'s and send_written()'s end: hands a sealed buffer over, applies back-pressure.
+  void after_append(place_id to, bool sealed);
   void issue_locked(outgoing_buffer&& out);
   bool try_progress_sends();
   bool over_limits(place_id to) const noexcept;

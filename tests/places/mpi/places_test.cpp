@@ -67,6 +67,38 @@ TEST(places, finish_counts_every_remote_async) {
   EXPECT_EQ(total, 100L * g_rt->places());
 }
 
+/// A plain struct: bitwise, so a plain async carrying it is written straight into the
+/// coalescing buffer (see place_engine::send_plain_async_written).
+struct mixed_fields {
+  char tag;
+  double weight;
+  std::int16_t small;
+};
+static_assert(apgas::detail::is_bitwise_v<mixed_fields>, "the test wants the in-place path");
+
+TEST(places, plain_asyncs_with_bitwise_and_other_arguments_arrive_intact) {
+  // Bitwise arguments of odd sizes (written in place, unaligned) next to a string (serialized
+  // the usual way): every value must arrive as sent, in both kinds of message.
+  const long total = g_rt->run([]() -> task<long> {
+    co_await finish([]() -> task<> {
+      for (place_id p = 0; p < apgas::places(); ++p)
+        for (int i = 0; i < 50; ++i) {
+          const mixed_fields m{'x', 0.5 * i, static_cast<std::int16_t>(-i)};
+          co_await async_at(p, [](char c, mixed_fields f, std::uint64_t big, int k) {
+            if (c == 'c' && f.tag == 'x' && f.weight == 0.5 * k && f.small == -k &&
+                big == 0x0102030405060708ULL + static_cast<std::uint64_t>(k))
+              g_counter += 1;
+          }, 'c', m, std::uint64_t{0x0102030405060708ULL} + static_cast<std::uint64_t>(i), i);
+          co_await async_at(p, [](std::string text, int k) {
+            if (text == "value " + std::to_string(k)) g_counter += 1;
+          }, "value " + std::to_string(i), i);
+        }
+    });
+    co_return co_await collect_counters();
+  });
+  EXPECT_EQ(total, 100L * g_rt->places());
+}
+
 TEST(places, escaping_remote_asyncs_that_hop_further_are_governed_by_the_finish) {
   const long total = g_rt->run([]() -> task<long> {
     co_await finish([]() -> task<> {

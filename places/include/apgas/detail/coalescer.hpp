@@ -116,6 +116,11 @@ public:
   /// Throws std::length_error if message.size() > k_max_message_bytes.
   /// @return true if a buffer was sealed (the caller may want to collect soon).
   bool append(place_id to, std::span<const std::byte> message);
+  /// @brief Like append(), for a message of `size` bytes that `write(at, context)` writes in
+  /// place, under the buffer's lock (it must not throw nor call the coalescer).
+  bool append_written(place_id to, std::size_t size,
+                      void (*write)(std::byte* at, const void* context) noexcept,
+                      const void* context);
 
   /// @brief If nothing is buffered or sealed for `to`, frames `message` alone in a buffer
   /// (from the pool of `to`) and returns it, counted as appended and outstanding, for the
@@ -180,6 +185,9 @@ private:
 
   void start_buffer_locked(place_id to, slot& s, std::size_t frame_bytes, bool coalesce);
   void seal_locked(slot& s);
+  /// The body of append() and append_written(): frames `size` bytes that `fill(at)` writes.
+  template <class Fill>
+  bool append_frame_locked(place_id to, std::size_t size, Fill fill);
   void lower_next_due(clock::time_point due) noexcept;
 
   const transport_options m_options;

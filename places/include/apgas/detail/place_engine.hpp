@@ -138,6 +138,14 @@ public:
   std::vector<std::byte>& start_async(finish_state& f, plain_async_invoker inv);
   /// @brief Counts (as record_send) and sends an activity message begun by start_async.
   void send_async(finish_state& f, place_id to, const std::vector<std::byte>& bytes);
+  /// @brief A plain async whose arguments are all bitwise, in one call: counts it (as
+  /// send_async) and has its message written straight into the coalescing buffer, the head and
+  /// then `args_bytes` bytes of arguments by `write_args(at, args)`: no staging copy, the
+  /// same bytes as start_async + serialize + send_async. Nothing of it can throw before it is
+  /// counted and sent.
+  void send_plain_async_written(finish_state& f, place_id to, plain_async_invoker inv,
+                                std::size_t args_bytes, transport::message_writer write_args,
+                                const void* args);
   /// @brief As start_async, for the body of an `at` whose value comes back to `sink`.
   std::vector<std::byte>& start_at(finish_state& f, at_invoker inv, reply_sink* sink);
   /// @brief As start_at, for a plain function: it runs as soon as it arrives, inside the

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <vector>
 #include <stdexcept>
 #include <string>
 
@@ -92,6 +93,22 @@ public:
   /// Throws std::out_of_range / std::length_error when the precondition is violated; while
   /// waiting for room it polls, so poll()'s exceptions may also come out of send().
   virtual void send(place_id to, std::span<const std::byte> message) = 0;
+
+  /// @brief Writes `size` bytes of a message in place: at `to`, from `context`. Must not throw
+  /// nor call the transport (it may run under a coalescing buffer's lock).
+  using message_writer = void (*)(std::byte* to, const void* context) noexcept;
+
+  /// @brief Like send(), for a message of known size that `write` writes straight into the
+  /// coalescing buffer, without a staging copy (a remote async of bitwise arguments). This
+  /// default writes it to a per-thread scratch buffer and calls send(). Same preconditions
+  /// and exceptions as send().
+  virtual void send_written(place_id to, std::size_t size, message_writer write,
+                            const void* context) {
+    thread_local std::vector<std::byte> scratch;
+    scratch.resize(size);
+    write(scratch.data(), context);
+    send(to, scratch);
+  }
 
   /// @brief Like send(), for a message somebody waits for (an `at` request or its reply): it
   /// leaves at once, behind whatever was buffered for `to` before it. When nothing is buffered
