@@ -166,6 +166,20 @@ task<long> fib(int n) {
 
 TEST_P(finish_semantics, fib_computes_the_right_value) { EXPECT_EQ(rt().run(fib(22)), 17711); }
 
+/// A chain of sequential calls, each awaiting the next: `depth` coroutine frames alive at once.
+task<long> call_chain(int depth) {
+  if (depth == 0) co_return 0;
+  co_return 1 + co_await call_chain(depth - 1);
+}
+
+TEST_P(finish_semantics, a_deep_chain_of_calls_does_not_overflow_the_stack) {
+  // Where the compiler makes symmetric transfers plain calls (no optimisation, sanitizers),
+  // every call and return of the chain nests on the native stack unless the worker bounces
+  // transfers through its loop (worker::transfer): 100,000 levels would need tens of MiB.
+  constexpr int k_depth = 100000 / apgas_test::k_sanitizer_slowdown;
+  EXPECT_EQ(rt().run(call_chain(k_depth)), k_depth);
+}
+
 TEST_P(finish_semantics, run_returns_the_value_of_the_root_task_and_can_run_again) {
   EXPECT_EQ(rt().run(fib(10)), 55);
   EXPECT_EQ(rt().run([]() -> task<int> { co_return 7; }), 7);

@@ -120,6 +120,11 @@ public:
   /// stack does not grow; at -O0/-O1 and under sanitizers it is a plain call, and a long chain
   /// of asyncs would overflow the stack. The check costs a compare when transfers are tail calls.
   std::coroutine_handle<> transfer(std::coroutine_handle<> next) noexcept {
+    // The stack is measured every k_transfers_per_check transfers only: a countdown costs less
+    // than the measure, and a stack that grows (no tail calls) grows by at most that many
+    // frames between two checks, a few KiB against k_max_transfer_stack.
+    if (--m_transfers_until_check != 0) [[likely]] return next;
+    m_transfers_until_check = k_transfers_per_check;
     // The stack pointer, roughly: the address of a local. (__builtin_frame_address would make
     // every coroutine that transfers keep a frame pointer: two instructions and one register
     // more per resumption.)
@@ -140,6 +145,7 @@ public:
   }
 
   static constexpr std::uintptr_t k_max_transfer_stack = 256 * 1024;
+  static constexpr std::uint32_t k_transfers_per_check = 16;
 
   ws_deque m_deque;             ///< owner pushes/pops, thieves steal
   spin_lock m_steal_lock;       ///< held by a thief from its take until the take is counted
@@ -157,6 +163,7 @@ private:
   unsigned m_index;
   std::uint64_t m_rng;
   std::uintptr_t m_stack_base = 0;        ///< owner only
+  std::uint32_t m_transfers_until_check = k_transfers_per_check; ///< owner only
   finish_state* m_deferred_end = nullptr; ///< owner only: the proxy of m_deferred_ends
   std::uint64_t m_deferred_ends = 0;      ///< owner only: its strands that ended, not yet applied
   std::coroutine_handle<> m_bounced;      ///< owner only
