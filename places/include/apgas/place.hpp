@@ -254,6 +254,8 @@ struct async_at_target {
 /// @brief co_await async_at(...): counts and sends the activity; the caller goes on at once.
 /// The arguments are serialized before anything is counted: if that throws, the exception
 /// comes out of the co_await and the finish does not wait for an activity that was never sent.
+/// (Bitwise arguments of a plain function are written after counting, straight into the
+/// coalescing buffer: writing their bytes cannot fail.)
 /// Invoker is async_invoker (f is a coroutine: a frame per activity) or plain_async_invoker.
 template <class Invoker, class... A>
 class async_at_awaiter {
