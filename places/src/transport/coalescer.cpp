@@ -81,12 +81,14 @@ struct alignas(64) coalescer::slot {
     // relaxed: see above; an append not seen yet only makes the answer a little low.
     return appended_bytes.load(std::memory_order_relaxed) - done;
   }
-  /// Under `lock`: counts `bytes` more appended.
-  void add_appended(std::uint64_t bytes) noexcept {
-    // relaxed: one writer at a time (the lock holder); the appending thread reads it back
-    // right after (coherence), other readers use it as a hint.
-    appended_bytes.store(appended_bytes.load(std::memory_order_relaxed) + bytes,
+  /// Under `lock`: counts one more logical message of `frame_bytes`, at enqueue time, so
+  /// that back-pressure and idle tests see it at once.
+  void count_appended(std::uint64_t frame_bytes) noexcept {
+    // relaxed: one writer at a time (the lock holder); the appending thread reads them back
+    // right after (coherence), other readers use them as a hint or a statistic.
+    appended_bytes.store(appended_bytes.load(std::memory_order_relaxed) + frame_bytes,
                          std::memory_order_relaxed);
+    appended.store(appended.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
   /// Logical messages appended; written under `lock`, read by stats() without it.
   std::atomic<std::uint64_t> appended{0};
@@ -161,15 +163,9 @@ bool coalescer::append_frame_locked(place_id to, std::size_t size, Fill fill) {
   const bool coalesce = m_coalesce.load(std::memory_order_relaxed);
   if (s.current.empty())
     start_buffer_locked(to, s, frame_bytes, coalesce);
-  const auto length = static_cast<std::uint32_t>(size);
-  std::byte* at = s.current.extend(frame_bytes); // one capacity check
-  std::memcpy(at, &length, k_frame_header);
-  fill(at + k_frame_header);
+  fill(start_frame(s.current, size));
   ++s.current_messages;
-  // Counted at enqueue time, so back-pressure and idle tests see the message at once.
-  s.add_appended(frame_bytes);
-  // relaxed: a statistic; single writer at a time (under the lock), so load+store is enough.
-  s.appended.store(s.appended.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  s.count_appended(frame_bytes);
   if (!coalesce || s.current.size() >= m_options.buffer_bytes) {
     seal_locked(s);
     sealed = true;
@@ -204,8 +200,7 @@ std::optional<sealed_buffer> coalescer::take_alone(place_id to,
     s.pool.pop_back();
   }
   append_frame(alone.bytes, message);
-  s.add_appended(frame_bytes); // as in append()
-  s.appended.store(s.appended.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  s.count_appended(frame_bytes);
   return alone;
 }
 

@@ -48,12 +48,19 @@ struct frame_error {
   std::size_t remaining; ///< bytes left from `offset` to the end of the network message
 };
 
+/// @brief Appends the length prefix of a frame of `size` bytes to `out` and makes room for
+/// them: returns where they go (to be written). pre: size <= k_max_message_bytes.
+inline std::byte* start_frame(byte_buffer& out, std::size_t size) {
+  const auto length = static_cast<std::uint32_t>(size);
+  std::byte* at = out.extend(k_frame_header + size); // one capacity check
+  std::memcpy(at, &length, k_frame_header);
+  return at + k_frame_header;
+}
+
 /// @brief Appends one frame (length prefix + bytes) to `out`. pre: size <= k_max_message_bytes.
 inline void append_frame(byte_buffer& out, std::span<const std::byte> message) {
-  const auto length = static_cast<std::uint32_t>(message.size());
-  std::byte* at = out.extend(k_frame_header + message.size()); // one capacity check
-  std::memcpy(at, &length, k_frame_header);
-  if (!message.empty()) std::memcpy(at + k_frame_header, message.data(), message.size());
+  std::byte* at = start_frame(out, message.size());
+  if (!message.empty()) std::memcpy(at, message.data(), message.size());
 }
 
 /// @brief Checks that `network_message` is a whole number of well-formed frames.
