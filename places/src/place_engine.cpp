@@ -368,9 +368,13 @@ std::vector<std::byte>& place_engine::start_async(finish_state& f, plain_async_i
   return start_message(msg_kind::plain_async, f, reinterpret_cast<const void*>(inv));
 }
 
-void place_engine::send_async(finish_state& f, place_id to, const std::vector<std::byte>& bytes) {
+inline void place_engine::count_async_sent(finish_state& f, place_id to) {
   count_send(f, to); // inlined: one call on the path of every remote async, not two
   m_counters.activities_sent.add();
+}
+
+void place_engine::send_async(finish_state& f, place_id to, const std::vector<std::byte>& bytes) {
+  count_async_sent(f, to);
   send_message(to, bytes);
 }
 
@@ -386,8 +390,7 @@ void place_engine::send_plain_async_written(finish_state& f, place_id to, plain_
   const written w{activity_head(msg_kind::plain_async, send_id_of(f),
                                 code_offset(reinterpret_cast<const void*>(inv))),
                   write_args, args};
-  count_send(f, to);
-  m_counters.activities_sent.add();
+  count_async_sent(f, to);
   m_net->send_written(to, w.head.size() + args_bytes, [](std::byte* at, const void* context) noexcept {
     const auto& message = *static_cast<const written*>(context);
     std::memcpy(at, message.head.data(), message.head.size());

@@ -205,6 +205,8 @@ public:
 private:
   /// @brief record_send's body (inline: send_async calls it too).
   void count_send(finish_state& f, place_id to);
+  /// @brief count_send and the statistics of one remote async (both ways of sending one).
+  void count_async_sent(finish_state& f, place_id to);
   void on_message(place_id from, std::span<const std::byte> bytes);
   void on_activity(place_id from, byte_reader& r, bool is_at);
   /// @brief The part of on_message that is not a plain async (out of line: see on_message).
