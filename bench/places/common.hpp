@@ -157,6 +157,7 @@ struct message_counts {
   std::uint64_t activities = 0; ///< async_at and at requests sent
   std::uint64_t replies = 0;    ///< at replies sent
   std::uint64_t reports = 0;    ///< finish control: proxy -> home
+  std::uint64_t asks = 0;       ///< finish control: home -> proxies holding a report
   std::uint64_t cleanups = 0;   ///< finish control: home -> proxies
   std::uint64_t logical = 0;    ///< logical messages sent (all kinds)
   std::uint64_t mpi = 0;        ///< network messages they left in
@@ -166,6 +167,7 @@ struct message_counts {
     activities += o.activities;
     replies += o.replies;
     reports += o.reports;
+    asks += o.asks;
     cleanups += o.cleanups;
     logical += o.logical;
     mpi += o.mpi;
@@ -174,8 +176,8 @@ struct message_counts {
   }
   message_counts operator-(const message_counts& o) const {
     return {activities - o.activities, replies - o.replies, reports - o.reports,
-            cleanups - o.cleanups,     logical - o.logical, mpi - o.mpi,
-            bytes - o.bytes};
+            asks - o.asks,             cleanups - o.cleanups, logical - o.logical,
+            mpi - o.mpi,               bytes - o.bytes};
   }
 };
 
@@ -185,7 +187,8 @@ inline message_counts local_counts() {
   const auto t = e.transport_counters();
   constexpr auto relaxed = std::memory_order_relaxed;
   return {c.activities_sent.load(relaxed), c.replies_sent.load(relaxed),
-          c.reports_sent.load(relaxed),    c.cleanups_sent.load(relaxed),
+          c.reports_sent.load(relaxed),    c.asks_sent.load(relaxed),
+          c.cleanups_sent.load(relaxed),
           t.logical_messages_sent,         t.mpi_messages_sent,
           t.bytes_sent};
 }

@@ -91,7 +91,7 @@ const std::span<const knob> knobs() {
        },
        [](const options& o) { return std::to_string(o.flush_us); }},
       {"--report-delay-us", "APGAS_REPORT_DELAY_US", "N",
-       "longest wait of a finish's later reports from a place (first ones leave at once)",
+       "longest a place holds a finish's report its home did not ask for (0: none held)",
        [](options& o, std::string_view w, std::string_view v) {
          o.report_delay_us = parse_unsigned(w, v, 0, 10000000);
        },

@@ -80,7 +80,7 @@ using report_clock = std::chrono::steady_clock;
 /// `lock` in the same step and does not touch the proxy afterwards.
 struct proxy {
   proxy(place_engine& e, const finish_id& fid)
-      : engine(&e), id(fid), fs(g_default_policy), created(report_clock::now()) {
+      : engine(&e), id(fid), fs(g_default_policy) {
     fs.m_reopenable = true;
     fs.m_count.store(0, std::memory_order_relaxed); // arrivals count themselves
     fs.m_remote = this;
@@ -92,23 +92,15 @@ struct proxy {
   /// Guards a count of zero (arrivals raise it from zero, strands lower it to zero under it)
   /// and the fields below.
   spin_lock lock;
-  report_clock::time_point created;     ///< first arrival
   report_clock::time_point quiet_since; ///< when the count last reached zero
-  /// The longest quiet period that more arrivals ended (a stream that paused: its sender was
-  /// busy, or descheduled on a loaded machine), whether or not its report had left. See
-  /// report_delay.
-  report_clock::duration longest_pause{};
-  /// Arrivals raise the count (under `lock`). If that ends a quiet period, the pause was not
-  /// the end of the stream: remember how long it lasted (a clock read per pause, not per
-  /// arrival).
+  /// Arrivals raise the count (under `lock`).
   void on_arrivals_locked(std::uint64_t n) noexcept {
     // relaxed: under `lock`, which the strands that take the count to zero also hold.
-    if (fs.m_count.fetch_add(static_cast<std::int64_t>(n), std::memory_order_relaxed) == 0 &&
-        reports > 0)
-      longest_pause = std::max(longest_pause, report_clock::now() - quiet_since);
+    fs.m_count.fetch_add(static_cast<std::int64_t>(n), std::memory_order_relaxed);
   }
-  std::uint32_t reports = 0;            ///< reports taken so far
-  bool deferred = false;                ///< on the engine's deferred list, report not taken
+  std::uint32_t reports = 0; ///< reports taken so far
+  bool asked = false;        ///< the home asked for its reports: they leave at once
+  bool deferred = false;     ///< a report is owed and held (on the engine's deferred list)
 };
 
 /// The distributed state of a finish at its home.
@@ -145,9 +137,9 @@ struct home_link {
 };
 
 place_engine::place_engine(scheduler& sched, std::unique_ptr<transport> net,
-                           std::chrono::microseconds report_delay_max)
+                           std::chrono::microseconds report_hold_max)
     : m_sched(sched), m_net(std::move(net)), m_here(m_net->here()), m_places(m_net->places()),
-      m_report_delay_max(report_delay_max), m_counters(sched), m_awaited(sched) {
+      m_report_hold_max(report_hold_max), m_counters(sched), m_awaited(sched) {
   m_net->set_batch_end_handler([this] { flush_arrivals(); });
   m_net->set_handler([this](place_id from, std::span<const std::byte> bytes) {
     on_message(from, bytes);
@@ -163,6 +155,9 @@ place_engine::place_engine(scheduler& sched, std::unique_ptr<transport> net,
   };
   g_remote_hooks.release_remote = [](finish_state& f) noexcept {
     place_engine::current().release_home(f);
+  };
+  g_remote_hooks.home_quiet = [](finish_state& f) noexcept {
+    place_engine::current().on_home_quiet(f);
   };
 }
 
@@ -287,10 +282,10 @@ inline void place_engine::count_send(finish_state& f, place_id to) {
   }
   home_link& link = home_link_of(f);
   if (!link.touch(to) && is_spmd(link.id)) throw_spmd_second(to);
-  // The remote part of f is one more strand of f while it is open. relaxed: the caller is a
-  // live strand of f, and the message that could close the part is sent after this.
+  // The remote part of f counts in f's count while it is open. The caller is a live strand
+  // of f, and the message that could close the part is sent after this.
   if (link.tally.on_send(to)) {
-    f.m_count.fetch_add(1, std::memory_order_relaxed);
+    f.open_remote_part();
     // relaxed: a hint (see expecting_messages); closed again in apply_report.
     m_awaited.add();
   }
@@ -467,6 +462,7 @@ void place_engine::on_other_message(place_id from, std::span<const std::byte> by
   case msg_kind::reply: on_reply(r); break;
   case msg_kind::report: on_report(from, r); break;
   case msg_kind::cleanup: on_cleanup(r); break;
+  case msg_kind::ask: on_ask(r); break;
   case msg_kind::run_end: {
     const bool ok = deserialize<std::uint8_t>(r) != 0;
     std::vector<std::byte> rest = rest_of(r);
@@ -714,15 +710,16 @@ void place_engine::end_strand(proxy& px, std::uint64_t n) noexcept {
   // the other strands' if we are the last.
   const auto ends = static_cast<std::int64_t>(n);
   if (px.fs.m_count.fetch_sub(ends, std::memory_order_acq_rel) != ends) return;
-  const auto now = report_clock::now();
-  px.quiet_since = now;
-  if (px.reports > 0 && m_report_delay_max.count() > 0) {
-    // Not the first quiet period: more of this finish's activities are probably on their way
-    // (a stream of asyncs arrives one coalesced buffer at a time), so the report waits until
-    // the part has been quiet for a while. See report_delay.
+  if (px.reports > 0 && !px.asked && px.id.home != m_here && m_report_hold_max.count() > 0) {
+    // Not the first quiet period, and the home has not asked: it is still busy itself, and
+    // more of this finish's activities are probably on their way (a stream of asyncs arrives
+    // one coalesced buffer at a time). The report waits for the home's ask (see on_ask and
+    // finish_protocol.hpp), or m_report_hold_max if none comes.
+    const auto now = report_clock::now();
+    px.quiet_since = now;
     if (!px.deferred) {
       px.deferred = true;
-      defer_report(px.id, now + report_delay(px, now));
+      defer_report(px.id, now + m_report_hold_max);
     }
     return;
   }
@@ -734,20 +731,6 @@ void place_engine::defer_report(const finish_id& id, report_clock::time_point du
   m_deferred.push_back(deferred_report{id, due});
   // release: poll() reads the count without the lock to skip the list when it is empty.
   m_deferred_count.store(m_deferred.size(), std::memory_order_release);
-}
-
-report_clock::duration place_engine::report_delay(const proxy& px,
-                                                  report_clock::time_point now) const noexcept {
-  // A quarter of the part's age, at most --report-delay-us: a stream of activities sends
-  // O(1) reports however long it is, and waiting adds at most a quarter to a short finish's
-  // latency. A stream that already paused longer than that (a sender descheduled on a loaded
-  // machine pauses for a time slice) would report after every such pause: its cap becomes
-  // twice its longest pause, up to 16 x --report-delay-us, so the final report of a stream
-  // waits at most what its own pauses already cost.
-  const report_clock::duration cap =
-      std::clamp<report_clock::duration>(2 * px.longest_pause, m_report_delay_max,
-                                         16 * m_report_delay_max);
-  return std::min<report_clock::duration>((now - px.created) / 4, cap);
 }
 
 void place_engine::send_due_reports() noexcept {
@@ -768,17 +751,17 @@ void place_engine::send_due_reports() noexcept {
   for (const deferred_report& d : due) {
     std::unique_lock map_guard(m_proxies_mutex);
     auto it = m_proxies.find(d.id);
-    if (it == m_proxies.end()) continue; // cannot happen: a deferred report keeps it alive
+    if (it == m_proxies.end()) continue; // an ask took its report meanwhile; the finish ended
     proxy& px = *it->second;
     std::unique_lock guard(px.lock);
     map_guard.unlock(); // px cannot go away: its report is not taken (see struct proxy)
-    if (!px.deferred) continue;
+    if (!px.deferred) continue; // an ask took it
     if (px.fs.m_count.load(std::memory_order_relaxed) != 0) {
       // Busy again: the strand that ends it will defer again.
       px.deferred = false;
       continue;
     }
-    const auto due = px.quiet_since + report_delay(px, px.quiet_since);
+    const auto due = px.quiet_since + m_report_hold_max;
     if (now < due) { // it woke up and went quiet again meanwhile: wait from then on
       defer_report(px.id, due);
       continue;
@@ -871,11 +854,66 @@ void place_engine::apply_report(const finish_report& rep, const std::vector<std:
     f->add_exception(std::make_exception_ptr(remote_exception(rep.from, text)));
   for (const auto& [to, n] : rep.sent) link.touch(to);
   link.touch(rep.from);
-  if (link.tally.on_report(rep)) {
-    // The remote part closed: that strand of f ends.
+  std::vector<place_id> ask;
+  const bool closed = link.tally.on_report(rep, &ask);
+  send_asks(link.id, ask); // (none if closed)
+  if (closed) {
     m_awaited.sub(); // relaxed: a hint
-    if (f->release_strand()) complete_from_outside(*f);
+    if (f->release_remote_part()) complete_from_outside(*f);
   }
+}
+
+void place_engine::on_home_quiet(finish_state& f) noexcept {
+  // acquire: pairs with create_home_link's release (the link is non-null: the remote part is
+  // open, and the caller's acquire of the count saw it open, see open_remote_part).
+  auto* link = static_cast<home_link*>(std::atomic_ref<void*>(f.m_remote).load(std::memory_order_acquire));
+  try {
+    send_asks(link->id, link->tally.on_home_quiet());
+  } catch (const std::exception& e) {
+    // The places asked report anyway, once their hold expires (--report-delay-us).
+    std::fprintf(stderr, "apgas: place %u: cannot ask for a finish's reports: %s\n", m_here,
+                 e.what());
+  }
+}
+
+void place_engine::send_asks(const finish_id& id, const std::vector<place_id>& places) {
+  if (places.empty() || is_spmd(id)) return; // an SPMD proxy never holds its one report
+  std::vector<std::byte> bytes;
+  byte_writer w(bytes);
+  put(w, static_cast<std::uint8_t>(msg_kind::ask));
+  put_finish_id(w, id);
+  bool sent = false;
+  for (place_id p : places) {
+    if (p == m_here) continue; // the home's own proxy never holds a report
+    m_counters.asks_sent.fetch_add(1, std::memory_order_relaxed);
+    send_message(p, bytes);
+    sent = true;
+  }
+  if (sent) m_net->flush(); // the home waits for what it asked
+}
+
+void place_engine::on_ask(byte_reader& r) {
+  flush_arrivals(); // count what arrived before the ask: the report then includes it
+  const finish_id id = get_finish_id(r);
+  std::unique_lock map_guard(m_proxies_mutex);
+  auto it = m_proxies.find(id);
+  if (it == m_proxies.end()) return; // cannot happen: asked places reported, and live
+  proxy& px = *it->second;
+  std::unique_lock guard(px.lock);
+  map_guard.unlock(); // px cannot go away: the home waits for it (pending there)
+  px.asked = true;
+  // A held report leaves now; if the part is busy, its end reports at once (asked).
+  if (px.deferred && px.fs.m_count.load(std::memory_order_relaxed) == 0) {
+    forget_deferred(px.id); // else the place would expect messages until it is due
+    take_and_send_report(px, std::move(guard));
+  }
+}
+
+void place_engine::forget_deferred(const finish_id& id) {
+  std::lock_guard list_guard(m_deferred_mutex);
+  std::erase_if(m_deferred, [&](const deferred_report& d) { return d.id == id; });
+  // release: as in defer_report.
+  m_deferred_count.store(m_deferred.size(), std::memory_order_release);
 }
 
 void place_engine::complete_from_outside(finish_state& f) {

@@ -1,9 +1,11 @@
 // The distributed finish counting protocol against random schedules: random activity trees
 // over P places, activities delivered in random order across sources (in order per source),
 // reports in any order (even two of one place: the engine takes them in order but may send
-// them out of order), proxies reporting at once or later (the engine defers later reports),
-// activities ending at random times. Termination must be declared exactly once, exactly when
-// nothing is alive or in flight.
+// them out of order), proxies reporting at once or later, activities ending at random times.
+// A proxy holds every report after its first until the home asks for it, as the engine does:
+// a held report is released by nothing else here, so a missing ask shows as a finish that
+// never terminates. Termination must be declared exactly once, exactly when nothing is alive
+// or in flight.
 #include <apgas/detail/finish_protocol.hpp>
 
 #include <gtest/gtest.h>
@@ -11,6 +13,7 @@
 #include <deque>
 #include <map>
 #include <random>
+#include <set>
 #include <tuple>
 #include <variant>
 #include <vector>
@@ -26,7 +29,8 @@ using apgas::detail::proxy_tally;
 struct activity_msg {
   int budget; // how many more activities this one may spawn, transitively
 };
-using message = std::variant<activity_msg, finish_report>;
+struct ask_msg {}; // the home asks for a held report
+using message = std::variant<activity_msg, finish_report, ask_msg>;
 
 struct running {
   place_id where;
@@ -74,6 +78,8 @@ private:
   void report(place_id where) {
     proxy& p = m_proxies[where];
     p.deferred = false;
+    p.held = false;
+    ++p.reports;
     finish_report r = p.tally.take_report(finish_id{0, 1}, where);
     if (where == 0) apply_report(r); // the home's own proxy reports directly
     else send(where, 0, std::move(r));
@@ -98,7 +104,10 @@ private:
       a.budget -= child_budget + 1;
       const place_id to = random_place();
       if (a.is_home_body) {
-        if (m_home.on_send(to)) ++m_home_local; // the remote part opens
+        if (m_home.on_send(to)) { // the remote part opens
+          ++m_home_local;
+          m_remote_open = true;
+        }
       } else {
         m_proxies[a.where].tally.on_send(to);
       }
@@ -108,13 +117,26 @@ private:
     const running done = a; // the activity ends
     m_running.erase(m_running.begin() + static_cast<std::ptrdiff_t>(i));
     if (done.is_home_body) {
+      if (m_remote_open) send_asks(m_home.on_home_quiet()); // before its end is counted
       home_strand_ended();
       return;
     }
     proxy& p = m_proxies[done.where];
-    if (--p.live == 0) {
-      if (coin()) report(done.where);
-      else p.deferred = true; // reports later, if still quiet then
+    if (--p.live == 0) quiet(done.where);
+  }
+
+  void quiet(place_id where) {
+    proxy& p = m_proxies[where];
+    if (p.reports > 0 && !p.asked && where != 0) p.held = true; // until the home asks
+    else if (coin()) report(where);
+    else p.deferred = true; // reports later, if still quiet then
+  }
+
+  void send_asks(const std::vector<place_id>& places) {
+    for (place_id p : places) {
+      EXPECT_LT(m_asked_at.count(p), 1U) << "place " << p << " asked twice";
+      m_asked_at.insert(p);
+      if (p != 0) send(0, p, ask_msg{}); // the home's own proxy never holds a report
     }
   }
 
@@ -131,13 +153,23 @@ private:
       ++p.live;
       p.tally.on_arrival();
       m_running.push_back({to, a->budget, false});
+    } else if (std::holds_alternative<ask_msg>(m)) {
+      proxy& p = m_proxies[to];
+      p.asked = true;
+      if (p.held && p.live == 0) report(to);
     } else {
       apply_report(std::get<finish_report>(m));
     }
   }
 
   void apply_report(const finish_report& r) {
-    if (m_home.on_report(r)) home_strand_ended(); // remote part closed
+    std::vector<place_id> ask;
+    const bool closed = m_home.on_report(r, &ask);
+    send_asks(ask);
+    if (closed) { // the remote part closed
+      m_remote_open = false;
+      home_strand_ended();
+    }
   }
 
   void home_strand_ended() {
@@ -154,7 +186,10 @@ private:
 
   struct proxy {
     int live = 0;
-    bool deferred = false;
+    int reports = 0;
+    bool deferred = false; // owes a report that leaves at a random later step
+    bool held = false;     // owes a report that leaves when the home asks
+    bool asked = false;
     proxy_tally tally;
   };
 
@@ -162,7 +197,9 @@ private:
   std::mt19937_64 m_rng;
   std::vector<proxy> m_proxies;
   home_tally m_home;
-  int m_home_local = 0;
+  int m_home_local = 0; // the body, and the remote part while open
+  bool m_remote_open = false;
+  std::set<place_id> m_asked_at;
   bool m_terminated = false;
   int m_activities = 0;
   std::vector<running> m_running;
@@ -204,6 +241,38 @@ TEST(finish_protocol, a_report_that_overtakes_an_earlier_one_of_its_place_waits_
   EXPECT_FALSE(home.on_report(finish_report{{}, 2, 0, 1, {{1, 1}}}));
   EXPECT_TRUE(home.on_report(finish_report{{}, 1, 0, 1, {{2, 1}}})); // and the held-back one
   EXPECT_EQ(home.held_back(), 0U);
+}
+
+TEST(finish_protocol, a_quiet_home_asks_each_place_that_reported_and_is_pending_once) {
+  home_tally home;
+  EXPECT_TRUE(home.on_send(1));
+  home.on_send(1);
+  home.on_send(1);
+  home.on_send(2); // place 2 never reports before the home is quiet
+  std::vector<place_id> ask;
+  EXPECT_FALSE(home.on_report(finish_report{{}, 1, 0, 1, {}}, &ask)); // 2 of 3 still pending
+  EXPECT_TRUE(ask.empty()) << "the home is busy: nobody is asked";
+  EXPECT_EQ(home.on_home_quiet(), (std::vector<place_id>{1}));
+  EXPECT_FALSE(home.on_report(finish_report{{}, 1, 1, 1, {}}, &ask));
+  EXPECT_TRUE(ask.empty()) << "place 1 was asked already";
+  EXPECT_FALSE(home.on_report(finish_report{{}, 2, 0, 1, {}}, &ask));
+  EXPECT_TRUE(ask.empty()) << "place 2 is done";
+  EXPECT_TRUE(home.on_report(finish_report{{}, 1, 2, 1, {}}, &ask));
+}
+
+TEST(finish_protocol, a_report_that_makes_a_reported_place_pending_again_asks_it) {
+  home_tally home;
+  EXPECT_TRUE(home.on_send(1));
+  home.on_send(2);
+  std::vector<place_id> ask;
+  EXPECT_FALSE(home.on_report(finish_report{{}, 1, 0, 1, {}}, &ask)); // place 1 is done
+  EXPECT_TRUE(home.on_home_quiet().empty()) << "place 2 never reported: it reports at once";
+  // Place 2 sent one more activity to place 1, which now holds the report of it.
+  EXPECT_FALSE(home.on_report(finish_report{{}, 2, 0, 1, {{1, 1}}}, &ask));
+  EXPECT_EQ(ask, (std::vector<place_id>{1}));
+  ask.clear();
+  EXPECT_TRUE(home.on_report(finish_report{{}, 1, 1, 1, {}}, &ask));
+  EXPECT_TRUE(ask.empty());
 }
 
 TEST(finish_protocol, proxy_reports_reset_the_counts) {

@@ -37,10 +37,10 @@ struct options {
   std::size_t coalesce_bytes = 64 * 1024; ///< coalescing buffer per destination place
   unsigned flush_us = 200;                ///< a buffered message leaves after at most this long
   bool coalesce = true;                   ///< false: one MPI message per logical message
-  /// A place's later reports of a finish wait until its part has been quiet for a quarter of
-  /// its age, at most this long (0: every quiet period reports at once). Longer: fewer
-  /// control messages for long finishes; at most this much later completion.
-  unsigned report_delay_us = 1000;
+  /// A place's later reports of a finish wait for its home to ask for them (when the home's
+  /// own part of the finish has ended), or this long at most: a safeguard, the home always
+  /// asks. 0: every quiet period reports at once (more control messages).
+  unsigned report_delay_us = 100'000;
 
   /// @brief Reads APGAS_* variables, then consumes the runtime's flags from argv (argc and
   /// argv are rewritten so that only the program's own arguments remain).

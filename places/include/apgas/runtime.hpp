@@ -99,6 +99,10 @@ public:
   std::uint64_t reports_sent() const {
     return m_engine->counters().reports_sent.load(std::memory_order_relaxed);
   }
+  /// @brief Requests for held finish reports this place sent so far (a finish control message).
+  std::uint64_t asks_sent() const {
+    return m_engine->counters().asks_sent.load(std::memory_order_relaxed);
+  }
   /// @brief Message statistics of this place, one table (what APGAS_STATS=1 prints).
   std::string message_stats() const;
 

@@ -411,28 +411,29 @@ TEST(places, coalescing_switches_off_and_on_between_runs) {
   }
 }
 
-/// What a_proxy_that_goes_quiet_again_and_again_reports_fewer_times measures.
+/// What a_proxy_that_goes_quiet_again_and_again_reports_twice measures.
 struct quiet_outcome {
   int sum = 0;
-  int slow = 0;              ///< round trips long enough to end a quiet spell
+  int slow = 0;              ///< round trips long enough for a held report to leave unasked
   std::uint64_t reports = 0; ///< sent by place 1 for the finish
+  std::uint64_t asks = 0;    ///< sent by place 0 for the finish
   template <class A>
   void serialize(A& a) {
-    a & sum & slow & reports;
+    a & sum & slow & reports & asks;
   }
 };
 
-TEST(places, a_proxy_that_goes_quiet_again_and_again_reports_fewer_times) {
+TEST(places, a_proxy_that_goes_quiet_again_and_again_reports_twice) {
   // 1000 `at`s in sequence, in one finish: place 1's part of the finish goes quiet after each
-  // one. Its first report leaves at once; a later one waits until the part has been quiet
-  // for min(a quarter of its age, --report-delay-us), so the quiet spells between round
-  // trips merge. Only a round trip at least that long can end one, so the test counts the
-  // slow round trips (with a margin of 2) and allows that many reports: on a loaded machine
-  // the bound loosens instead of failing; reporting every quiet spell sends 1000.
+  // one. Its first report leaves at once; it holds later ones until the home asks, which it
+  // does once, when the body (the loop) ends: two reports and one ask. A held report also
+  // leaves unasked after --report-delay-us (a safeguard): the test counts the round trips at
+  // least half that long and allows one more report for each, so that a loaded machine
+  // loosens the bound instead of failing it. Reporting every quiet spell sends 1000.
   if (g_rt->places() < 2) GTEST_SKIP() << "needs two places";
   constexpr int k_rounds = 1000;
-  const auto delay_cap = std::chrono::microseconds(g_rt->opts().report_delay_us);
-  const quiet_outcome out = g_rt->run([delay_cap]() -> task<quiet_outcome> {
+  const auto hold = std::chrono::microseconds(g_rt->opts().report_delay_us);
+  const quiet_outcome out = g_rt->run([hold]() -> task<quiet_outcome> {
     using clock = std::chrono::steady_clock;
     // Place 1's report count, read at place 1 just before and just after the finish: place 1's
     // main thread may enter this run only after the finish (it serves messages meanwhile), so
@@ -443,28 +444,27 @@ TEST(places, a_proxy_that_goes_quiet_again_and_again_reports_fewer_times) {
     constexpr auto echo = [](int k) -> task<int> { co_return k; };
     quiet_outcome result;
     const std::uint64_t before = co_await at(1, reports_at_1);
+    const std::uint64_t asks_before = g_rt->asks_sent();
     co_await finish([&]() -> task<> {
-      // Place 1's part began before the first `at` returned: its age is at least the time
-      // since then, so the delay it waits is at least a quarter of that (capped). A round trip
-      // of at least half that bound (a margin for clocks and polls) may end a quiet spell.
-      result.sum += co_await at(1, echo, 1);
-      ++result.slow; // the first round trip may report (it is the first report)
-      const auto first_return = clock::now();
-      for (int i = 1; i < k_rounds; ++i) {
+      for (int i = 0; i < k_rounds; ++i) {
         const auto t0 = clock::now();
         result.sum += co_await at(1, echo, 1);
-        const auto round_trip = clock::now() - t0;
-        const auto delay_at_least = std::min<clock::duration>((t0 - first_return) / 4, delay_cap);
-        if (round_trip * 2 >= delay_at_least) ++result.slow;
+        if ((clock::now() - t0) * 2 >= hold) ++result.slow;
       }
     });
     // The finish ended once place 1's last report arrived, so place 1 counted it before this.
     result.reports = co_await at(1, reports_at_1) - before;
+    result.asks = g_rt->asks_sent() - asks_before;
     co_return result;
   });
   EXPECT_EQ(out.sum, k_rounds);
   EXPECT_GE(out.reports, 1U);
+  EXPECT_LE(out.asks, 1U);
   EXPECT_LE(out.reports, static_cast<std::uint64_t>(out.slow) + 2) << out.slow << " slow round trips";
+  if (out.slow == 0) {
+    EXPECT_EQ(out.reports, 2U);
+    EXPECT_EQ(out.asks, 1U);
+  }
 }
 
 // Random trees of async, async_at and finish across places, with exact counts.

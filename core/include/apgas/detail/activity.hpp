@@ -42,6 +42,10 @@ struct remote_finish_hooks {
   void (*end_proxy_strands)(finish_state&, std::uint64_t n) noexcept = nullptr;
   /// Frees the distributed state of a home finish when the finish is destroyed.
   void (*release_remote)(finish_state&) noexcept = nullptr;
+  /// The last local strand of a home finish whose remote part is open is ending (called
+  /// before its end is counted, so the finish is still alive): only other places can still
+  /// end the finish, and the places layer asks them for the reports they hold.
+  void (*home_quiet)(finish_state&) noexcept = nullptr;
 };
 inline remote_finish_hooks g_remote_hooks;
 
@@ -102,8 +106,12 @@ struct finish_state {
       release_extras();
   }
 
-  /// Live strands. Starts at one for the body. 64-bit so that it can never wrap.
+  /// Live strands. Starts at one for the body. 64-bit so that it can never wrap. The remote
+  /// part of a home finish, while open, counts k_remote_part (see release_strand).
   std::atomic<std::int64_t> m_count{1};
+  /// What an open remote part adds to m_count: more than any number of local strands, so
+  /// that the count tells whether the part is open and how many local strands are left.
+  static constexpr std::int64_t k_remote_part = std::int64_t{1} << 40;
   /// Resumed by whoever takes m_count to zero; null for a root finish (then m_done is set).
   promise_base* m_waiter = nullptr;
   policy m_policy;
@@ -147,10 +155,32 @@ struct finish_state {
     // increment is ordered before the ending strand's load through that strand's own history
     // (the steal lock, or program order), so a one here cannot be stale. acquire: see the
     // writes of the strands that ended before us.
-    if (is_last_strand()) return true;
-    // acq_rel: release our strand's writes to whoever completes the finish; acquire the
-    // others' if we are the one who completes it.
-    return m_count.fetch_sub(1, std::memory_order_acq_rel) == 1;
+    std::int64_t count = m_count.load(std::memory_order_acquire);
+    if (count == 1) return true;
+    // A compare-exchange rather than a fetch_sub: the strand that leaves only an open remote
+    // part (count k_remote_part + 1) tells the places layer before its end is counted, while
+    // the finish cannot complete. Decided on the value it replaces, so two strands ending
+    // at once cannot both miss it. acq_rel: release our strand's writes to whoever completes
+    // the finish; acquire the others' if we are the one who completes it (and, for the hook,
+    // the remote part's opening, see open_remote_part).
+    for (;;) {
+      if (count == k_remote_part + 1) [[unlikely]] g_remote_hooks.home_quiet(*this);
+      if (m_count.compare_exchange_weak(count, count - 1, std::memory_order_acq_rel,
+                                        std::memory_order_acquire))
+        return count == 1;
+    }
+  }
+
+  /// @brief The remote part (see k_remote_part) opens: called by a live strand of this finish.
+  void open_remote_part() noexcept {
+    // release: whoever reads the count with the part in it (release_strand's hook) sees
+    // what the opening strand did before, the finish's link to other places included.
+    m_count.fetch_add(k_remote_part, std::memory_order_release);
+  }
+  /// @brief The remote part closes; true if that ends the finish (as release_strand).
+  bool release_remote_part() noexcept {
+    // acq_rel: as release_strand.
+    return m_count.fetch_sub(k_remote_part, std::memory_order_acq_rel) == k_remote_part;
   }
 
   /// @brief Records an exception that escaped an activity of this finish. Any thread.

@@ -16,6 +16,22 @@
 // predecessor (the engine takes reports in order but may send two of them out of order).
 // Reports of different places may arrive in any order (counts may go negative meanwhile,
 // which keeps the finish open too).
+//
+// How many reports: a place reports its first quiet period at once (a short finish then
+// costs one report per place), and holds later ones until the home asks for them: a place
+// fed a stream of activities goes quiet after every buffer, and its reports are of no use
+// before the home itself is quiet (its own activities of the finish ended: nothing else can
+// close the finish). When the home goes quiet it asks every place that reported before and
+// still has activities pending (one ask each); a report that makes another such place
+// pending asks that one too. A place asked reports each quiet period at once from then on.
+// So a long stream costs two reports and one ask per place, whatever its length.
+//
+// Why every held report is asked for: a place holding one has unreported completions. If
+// pending is positive there, the home asks it (at once if quiet, else when a report makes it
+// pending). If not, the activities it completed were sent by a place that has not reported
+// them yet: that one is pending, and is asked (or reports at once, if it never reported);
+// its report then makes the first place pending. The chain ends at the home's own sends,
+// which it counts itself.
 #pragma once
 
 #include "apgas/detail/spin_lock.hpp"
@@ -77,31 +93,41 @@ public:
     return was_closed;
   }
   /// @brief A report arrived. Applies it, or holds it back until its place's earlier
-  /// reports are in. @return true if the remote part is closed now.
-  bool on_report(const finish_report& r) {
+  /// reports are in. Once the home is quiet (on_home_quiet), appends to `ask` the places the
+  /// applied reports made worth asking (see the top of this file).
+  /// @return true if the remote part is closed now.
+  bool on_report(const finish_report& r, std::vector<place_id>* ask = nullptr) {
     std::lock_guard guard(m_lock);
     end_streak();
-    std::uint64_t& next = m_next_seq[r.from];
-    if (r.seq != next) { // an earlier report of that place is still on its way
+    if (r.seq != m_reporters[r.from].next_seq) { // an earlier one of that place is on its way
       m_held_back.push_back(r);
       return false;
     }
-    apply(r);
-    ++next;
+    apply(r, ask);
     // Apply what it unblocks (rare: held-back reports exist only after a reordering).
     for (bool progress = true; progress && !m_held_back.empty();) {
       progress = false;
       for (auto it = m_held_back.begin(); it != m_held_back.end(); ++it) {
-        std::uint64_t& n = m_next_seq[it->from];
-        if (it->seq != n) continue;
-        apply(*it);
-        ++n;
+        if (it->seq != m_reporters[it->from].next_seq) continue;
+        const finish_report unblocked = std::move(*it);
         m_held_back.erase(it);
+        apply(unblocked, ask);
         progress = true;
         break;
       }
     }
     return m_pending.empty() && m_held_back.empty();
+  }
+  /// @brief The home's own activities of the finish have all ended, for good (pre: its
+  /// remote part is open; nothing at home can start another). @return the places to ask for
+  /// their held reports now (see the top of this file); later ones come from on_report.
+  std::vector<place_id> on_home_quiet() {
+    std::lock_guard guard(m_lock);
+    end_streak();
+    m_home_quiet = true;
+    std::vector<place_id> ask;
+    for (const auto& [p, n] : m_pending) consider_asking(p, &ask);
+    return ask;
   }
   /// @brief Reports held back, waiting for an earlier one of the same place.
   std::size_t held_back() const {
@@ -118,9 +144,28 @@ public:
   }
 
 private:
-  void apply(const finish_report& r) { // pre: m_lock held
+  struct reporter {
+    std::uint64_t next_seq = 0; ///< reports of this place applied so far
+    bool asked = false;         ///< asked for its held reports (at most once)
+  };
+  void apply(const finish_report& r, std::vector<place_id>* ask) { // pre: m_lock held
     for (const auto& [to, n] : r.sent) adjust(to, static_cast<std::int64_t>(n));
     adjust(r.from, -static_cast<std::int64_t>(r.completed));
+    ++m_reporters[r.from].next_seq;
+    if (!m_home_quiet || ask == nullptr) return;
+    // Only the places whose counts this report changed can have become worth asking.
+    consider_asking(r.from, ask);
+    for (const auto& [to, n] : r.sent) consider_asking(to, ask);
+  }
+  /// Asks p if it may hold a report the finish needs: activities pending there, and a report
+  /// of it applied before (a place that never reported reports its first quiet period at once).
+  void consider_asking(place_id p, std::vector<place_id>* ask) { // pre: m_lock held
+    const auto pending = m_pending.find(p);
+    if (pending == m_pending.end() || pending->second <= 0) return;
+    const auto it = m_reporters.find(p);
+    if (it == m_reporters.end() || it->second.next_seq == 0 || it->second.asked) return;
+    it->second.asked = true;
+    ask->push_back(p);
   }
   void end_streak() { // pre: m_lock held
     if (m_streak == 0) return;
@@ -136,8 +181,9 @@ private:
   std::unordered_map<place_id, std::int64_t> m_pending; ///< only non-zero entries
   place_id m_streak_to = 0;   ///< sends counted in m_streak go there
   std::uint64_t m_streak = 0; ///< sends to m_streak_to not yet in m_pending
-  std::unordered_map<place_id, std::uint64_t> m_next_seq; ///< per reporting place
-  std::vector<finish_report> m_held_back;                  ///< arrived before a predecessor
+  std::unordered_map<place_id, reporter> m_reporters; ///< per reporting place
+  std::vector<finish_report> m_held_back;            ///< arrived before a predecessor
+  bool m_home_quiet = false;                         ///< see on_home_quiet
 };
 
 /// @brief Place side: what one place's part of a remote finish did since its last report.

@@ -11,6 +11,7 @@
 //            where it arrives, in the handler (see on_rpc), and is no activity of any finish
 //   reply    token, ok flag, value bytes or error text    -> resumes the waiting `at`
 //   report   finish_id, completed, sent[], errors[]       -> home tally of a finish
+//   ask      finish_id                                    -> the home waits: report when quiet
 //   cleanup  finish_id                                    -> frees the proxy (finish ended)
 //   run_end  ok flag, result bytes or error text          -> place 0's run is over
 #pragma once
@@ -47,6 +48,7 @@ enum class msg_kind : std::uint8_t {
   run_end = 6,
   plain_async = 7,
   rpc = 8,
+  ask = 9,
 };
 
 /// @brief Where the value of an `at` goes back to: a place and the waiting awaiter there.
@@ -81,6 +83,7 @@ struct engine_counters {
   spread_counter activities_sent;                  ///< async and at requests (every remote async)
   spread_counter replies_sent;                     ///< at replies (every at)
   std::atomic<std::uint64_t> reports_sent{0};      ///< finish control messages
+  std::atomic<std::uint64_t> asks_sent{0};         ///< finish control messages
   std::atomic<std::uint64_t> cleanups_sent{0};     ///< finish control messages
   std::atomic<std::uint64_t> finishes_distributed{0}; ///< home finishes that went remote
 };
@@ -97,9 +100,10 @@ struct plain_arrivals {
 /// @brief The engine of this place. Thread-safety: any thread unless stated otherwise.
 class place_engine final : public network {
 public:
-  /// @param report_delay_max longest wait of a proxy's later reports (see report_delay).
+  /// @param report_hold_max the longest a place holds a report its home did not ask for (see
+  /// end_strand); 0: every report leaves at once.
   place_engine(scheduler& sched, std::unique_ptr<transport> net,
-               std::chrono::microseconds report_delay_max = std::chrono::microseconds(1000));
+               std::chrono::microseconds report_hold_max = std::chrono::microseconds(100'000));
   place_engine(const place_engine&) = delete;
   place_engine& operator=(const place_engine&) = delete;
   ~place_engine() override;
@@ -185,9 +189,13 @@ public:
   /// @brief Frees the distributed state of a home finish (remote_finish_hooks::release_remote).
   void release_home(finish_state& f) noexcept;
   /// @brief Ends `n` strands of a proxy (remote_finish_hooks::end_proxy_strands): when its
-  /// part goes quiet, reports home, at once the first time and after report_delay later on.
+  /// part goes quiet, reports home, at once the first time and once the home asks later on
+  /// (see finish_protocol.hpp).
   void end_strand(proxy& px, std::uint64_t n = 1) noexcept;
-  /// @brief True while some proxy waits to report (the watcher then polls at short intervals).
+  /// @brief The last local strand of home finish `f` is ending and its remote part is open
+  /// (remote_finish_hooks::home_quiet): asks the places that hold reports for them.
+  void on_home_quiet(finish_state& f) noexcept;
+  /// @brief True while some proxy holds a report (the watcher then polls at short intervals).
   bool reports_waiting() const noexcept {
     // relaxed: a hint for the length of a park; poll() re-reads it with acquire.
     return m_deferred_count.load(std::memory_order_relaxed) != 0;
@@ -230,6 +238,9 @@ private:
   void on_reply(byte_reader& r);
   void on_report(place_id from, byte_reader& r);
   void on_cleanup(byte_reader& r);
+  void on_ask(byte_reader& r);
+  /// @brief Asks `places` (but here) for the reports of finish `id` they hold, then flushes.
+  void send_asks(const finish_id& id, const std::vector<place_id>& places);
   proxy& arrive(const finish_id& id);
   /// @brief The proxy of `id` here, created on first use; counts nothing. Handler context.
   proxy& find_proxy(const finish_id& id);
@@ -254,10 +265,11 @@ private:
   void complete_from_outside(finish_state& f);
   void send_cleanups(const home_link& link) noexcept;
   using report_clock = std::chrono::steady_clock;
-  report_clock::duration report_delay(const proxy& px, report_clock::time_point now) const noexcept;
   void send_due_reports() noexcept;
   /// @brief Puts a proxy's report on the deferred list (pre: its lock is held, deferred set).
   void defer_report(const finish_id& id, report_clock::time_point due);
+  /// @brief Takes a proxy's report off the deferred list (pre: its lock is held).
+  void forget_deferred(const finish_id& id);
   void take_and_send_report(proxy& px, std::unique_lock<spin_lock> guard) noexcept;
   void send_message(place_id to, std::span<const std::byte> bytes);
 
@@ -287,9 +299,10 @@ private:
   std::unordered_map<std::uint64_t, finish_state*> m_homes;
   std::uint64_t m_next_serial = 1;
 
-  /// A proxy whose part went quiet again after its first report waits this long at most
-  /// before it reports (so that a stream of activities does not send a report per buffer).
-  report_clock::duration m_report_delay_max;
+  /// A proxy whose part went quiet again after its first report holds its report until its
+  /// home asks for it, or this long at most (a safeguard: the home always asks, see
+  /// finish_protocol.hpp).
+  report_clock::duration m_report_hold_max;
   struct deferred_report {
     finish_id id;
     report_clock::time_point due;
