@@ -273,7 +273,7 @@ namespace {
 
 void place_engine::record_send(finish_state& f, place_id to) { count_send(f, to); }
 
-inline void place_engine::count_send(finish_state& f, place_id to) {
+[[gnu::always_inline]] inline void place_engine::count_send(finish_state& f, place_id to) {
   if (f.m_reopenable) {
     auto* px = static_cast<proxy*>(f.m_remote);
     if (is_spmd(px->id)) throw_spmd_nested();
@@ -363,7 +363,7 @@ std::vector<std::byte>& place_engine::start_async(finish_state& f, plain_async_i
   return start_message(msg_kind::plain_async, f, reinterpret_cast<const void*>(inv));
 }
 
-inline void place_engine::count_async_sent(finish_state& f, place_id to) {
+[[gnu::always_inline]] inline void place_engine::count_async_sent(finish_state& f, place_id to) {
   count_send(f, to); // inlined: one call on the path of every remote async, not two
   m_counters.activities_sent.add();
 }

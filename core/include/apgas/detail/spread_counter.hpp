@@ -22,7 +22,9 @@ public:
   explicit spread_counter(const scheduler& owner)
       : m_owner(&owner), m_slots(std::make_unique<slot[]>(owner.worker_count())) {}
 
-  void add(std::uint64_t n = 1) noexcept {
+  // Inline always: GCC leaves it out of line in large translation units otherwise (a call
+  // per remote async).
+  [[gnu::always_inline]] void add(std::uint64_t n = 1) noexcept {
     if (worker* w = t_worker; w != nullptr && &w->sched() == m_owner) {
       std::atomic<std::uint64_t>& v = m_slots[w->index()].value;
       v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
@@ -32,7 +34,7 @@ public:
   }
   /// @brief Takes `n` off (a count that goes up and down, such as replies awaited: the slots
   /// wrap around modulo 2^64 and their sum is right, read with load_signed()).
-  void sub(std::uint64_t n = 1) noexcept { add(std::uint64_t{0} - n); }
+  [[gnu::always_inline]] void sub(std::uint64_t n = 1) noexcept { add(std::uint64_t{0} - n); }
   /// @brief The sum as a signed count (see sub). While threads add, it may be off either way.
   std::int64_t load_signed() const noexcept { return static_cast<std::int64_t>(load()); }
   /// @brief The sum (the order argument, for the interface of std::atomic, is ignored).

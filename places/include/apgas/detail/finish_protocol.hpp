@@ -78,14 +78,22 @@ struct finish_report {
 class home_tally {
 public:
   /// @brief The home sends one activity to `to`. @return true if the remote part opened now.
-  bool on_send(place_id to) {
-    std::lock_guard guard(m_lock);
+  /// Inline always, with the rare part out of line: this runs for every remote async, and GCC
+  /// leaves it out of line in large translation units otherwise.
+  [[gnu::always_inline]] bool on_send(place_id to) {
+    m_lock.lock();
     // A stream of sends to one place (the common case) only counts up: the map is updated
     // when the stream changes place or a report arrives.
-    if (m_streak > 0 && m_streak_to == to) {
+    if (m_streak > 0 && m_streak_to == to) [[likely]] {
       ++m_streak;
+      m_lock.unlock();
       return false;
     }
+    return start_streak(to); // unlocks
+  }
+  /// @brief The start of a new stream of sends (see on_send). pre: m_lock held; unlocks it.
+  [[gnu::noinline]] bool start_streak(place_id to) {
+    std::lock_guard guard(m_lock, std::adopt_lock);
     const bool was_closed = m_pending.empty() && m_streak == 0;
     end_streak();
     m_streak_to = to;
