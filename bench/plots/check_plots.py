@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Checks bench/plots/plot.py on the sample outputs in bench/plots/samples/ (the ctest test
+plots_from_samples; no benchmark run, no MPI).
+
+    bench/plots/check_plots.py [--keep DIR]
+
+Renders every chart with `plot.py all` into a temporary directory (or DIR with --keep, to look
+at them) and checks that each SVG is well-formed XML, self-contained, drawn (data elements,
+axes, a title) and labelled (the expected legend entries); then that bad input fails the
+documented way: exit status 2 and a one-line message, never a Python traceback.
+Exit status 0 when every check passes, 1 otherwise (each failure listed on stderr).
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PLOT = os.path.join(HERE, "plot.py")
+SAMPLES = os.path.join(HERE, "samples")
+SVG = "{http://www.w3.org/2000/svg}"
+
+# Per chart: legend texts that must be there and the least number of data elements the samples
+# give (4 place counts; 3 payloads x 2 bars; 3 pairs x 2 bars; 4 cases x 4 schedulers).
+EXPECTED = {
+    "finish_messages.svg": (["1 place", "2 places", "3 places", "4 places", "limit 2 x ideal"],
+                            4),
+    "at_latency.svg": (["raw MPI", "apgas at", "limit 1.5 x raw median"], 6),
+    "async_throughput.svg": (["coalescing on", "coalescing off", "target: 10 x off"], 6),
+    "apps_ns_per_task.svg": (["apgas work-first", "apgas help-first", "TBB", "OpenMP"], 16),
+}
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def run_plot(*args):
+    return subprocess.run([sys.executable, PLOT, *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def check_svg(path, legend, min_data):
+    name = os.path.basename(path)
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as e:
+        check(False, f"{name}: not well-formed XML: {e}")
+        return
+    check(root.tag == SVG + "svg", f"{name}: root element is {root.tag}, not svg")
+    width = root.get("width", "")
+    check(width.isdigit() and 600 <= int(width) <= 800, f"{name}: width {width!r}, not ~720")
+    check(root.get("viewBox") is not None, f"{name}: no viewBox")
+    everything = list(root.iter())
+    # Self-contained: nothing fetched or run when the picture is opened.
+    for el in everything:
+        tag = el.tag.replace(SVG, "")
+        check(tag not in ("script", "image", "foreignObject", "style"),
+              f"{name}: has a <{tag}> element")
+        for attr, value in el.attrib.items():
+            check(not attr.endswith("href") and "url(" not in value,
+                  f"{name}: external reference {attr}={value!r}")
+    data = [el for el in everything
+            if el.tag in (SVG + "path", SVG + "polyline", SVG + "rect")
+            and "data" in el.get("class", "").split()]
+    check(len(data) >= min_data, f"{name}: {len(data)} data elements, expected >= {min_data}")
+    texts = ["".join(el.itertext()) for el in everything if el.tag == SVG + "text"]
+    check(any(el.tag == SVG + "title" for el in root), f"{name}: no <title>")
+    check(len(texts) >= 10, f"{name}: only {len(texts)} texts (tick labels, titles?)")
+    legends = ["".join(el.itertext()) for el in everything
+               if el.tag == SVG + "text" and "legend" in el.get("class", "").split()]
+    for want in legend:
+        check(any(want in t for t in legends), f"{name}: no legend entry containing {want!r} "
+              f"(legend: {legends})")
+
+
+def check_bad_input(tmp):
+    """Each bad input: status 2, a message naming the problem, no traceback, no output file."""
+    garbage = os.path.join(tmp, "garbage.txt")
+    with open(garbage, "w") as f:
+        f.write("no table here\n| a | b |\n")
+    not_json = os.path.join(tmp, "not.json")
+    with open(not_json, "w") as f:
+        f.write("[{\"app\": ")
+    wrong_json = os.path.join(tmp, "wrong.json")
+    with open(wrong_json, "w") as f:
+        f.write("{\"app\": \"fib\"}")
+    empty_dir = os.path.join(tmp, "empty")
+    os.makedirs(empty_dir, exist_ok=True)
+    out = os.path.join(tmp, "bad.svg")
+    cases = [
+        ("finish-messages", garbage), ("at-latency", garbage), ("async-throughput", garbage),
+        ("apps", garbage), ("apps", not_json), ("apps", wrong_json),
+        ("finish-messages", os.path.join(tmp, "missing.txt")),
+        ("at-latency", os.path.join(SAMPLES, "bench_apps.json")),
+        ("all", empty_dir),
+    ]
+    for cmd, path in cases:
+        r = run_plot(cmd, path, "-o", out if cmd != "all" else os.path.join(tmp, "badall"))
+        what = f"plot.py {cmd} {os.path.basename(path)}"
+        check(r.returncode == 2, f"{what}: exit status {r.returncode}, expected 2")
+        check("Traceback" not in r.stderr, f"{what}: traceback on stderr:\n{r.stderr}")
+        check(r.stderr.strip() != "" and len(r.stderr.strip().splitlines()) <= 2,
+              f"{what}: expected a short message on stderr, got {r.stderr!r}")
+        check(not os.path.exists(out), f"{what}: wrote {out} anyway")
+
+
+def main():
+    keep = None
+    if sys.argv[1:2] == ["--keep"] and len(sys.argv) == 3:
+        keep = sys.argv[2]
+    elif len(sys.argv) > 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="apgas_plots_") as tmp:
+        outdir = keep or os.path.join(tmp, "svg")
+        r = run_plot("all", SAMPLES, "-o", outdir)
+        if check(r.returncode == 0, f"plot.py all samples: exit status {r.returncode}\n"
+                                    f"{r.stderr}"):
+            for name, (legend, min_data) in EXPECTED.items():
+                path = os.path.join(outdir, name)
+                if check(os.path.isfile(path), f"{name}: not written"):
+                    check_svg(path, legend, min_data)
+        check_bad_input(tmp)
+    for f in failures:
+        print(f"check_plots: FAIL: {f}", file=sys.stderr)
+    if not failures:
+        print(f"check_plots: OK ({len(EXPECTED)} SVGs from the samples, bad input rejected)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
