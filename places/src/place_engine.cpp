@@ -447,7 +447,7 @@ void place_engine::send_reply(reply_address to, bool ok, std::span<const std::by
 void place_engine::on_message(place_id from, std::span<const std::byte> bytes) {
   // The common message first, without the switch's frame: a stream of remote asyncs.
   if (!bytes.empty() && bytes[0] == std::byte{static_cast<std::uint8_t>(msg_kind::plain_async)})
-    [[likely]] return on_plain_async(bytes.subspan(1));
+    [[likely]] return on_plain_async(from, bytes.subspan(1));
   on_other_message(from, bytes);
 }
 
@@ -455,7 +455,7 @@ void place_engine::on_other_message(place_id from, std::span<const std::byte> by
   byte_reader r(bytes);
   const auto kind = static_cast<msg_kind>(deserialize<std::uint8_t>(r));
   switch (kind) {
-  case msg_kind::plain_async: on_plain_async(r.read_span(r.remaining())); break;
+  case msg_kind::plain_async: on_plain_async(from, r.read_span(r.remaining())); break;
   case msg_kind::rpc: on_rpc(from, r); break;
   case msg_kind::async: on_activity(from, r, false); break;
   case msg_kind::at: on_activity(from, r, true); break;
@@ -492,13 +492,13 @@ proxy& place_engine::find_proxy_in_map(const finish_id& id) {
   return *it->second;
 }
 
-proxy& place_engine::arrive(const finish_id& id) {
+proxy& place_engine::arrive(const finish_id& id, place_id from) {
   proxy& px = find_proxy(id);
   std::lock_guard count_guard(px.lock);
   // The proxy's lock orders the increment against a strand taking the count to zero; the
   // activity's own decrement comes later on the same causal chain (the inject below).
   px.on_arrivals_locked(1);
-  px.tally.on_arrival();
+  px.tally.on_arrivals(1, from == id.home);
   return px; // alive: the arrival is unreported until this activity ends
 }
 
@@ -534,7 +534,7 @@ task<> run_plain_batch(std::shared_ptr<const plain_arrivals> arrived, std::size_
 
 } // namespace
 
-void place_engine::on_plain_async(std::span<const std::byte> message) {
+void place_engine::on_plain_async(place_id from, std::span<const std::byte> message) {
   // The head in one bounds check: finish id, then the code offset that starts the entry.
   byte_reader r(message);
   const std::byte* head = r.read_span(sizeof(place_id) + sizeof(std::uint64_t) + sizeof(std::int64_t)).data();
@@ -544,7 +544,7 @@ void place_engine::on_plain_async(std::span<const std::byte> message) {
   // Not counted yet, and not freed meanwhile (as in on_activity). The arguments are kept as
   // bytes and deserialized when the batch runs: a failure then is that activity's exception.
   proxy& px = find_proxy(id);
-  gather_arrivals_of(px);
+  gather_arrivals_of(px, from == id.home);
   if (m_plain == nullptr) [[unlikely]] {
     m_plain = std::make_shared<plain_arrivals>();
     m_plain->bytes.reserve(m_plain_capacity.first);
@@ -593,7 +593,7 @@ void place_engine::flush_arrivals() noexcept {
     std::lock_guard count_guard(px.lock);
     // As in arrive(); the injects below come after, on this thread.
     px.on_arrivals_locked(m_arrivals.size());
-    px.tally.on_arrivals(activities);
+    px.tally.on_arrivals(activities, m_arrivals_from_home);
   }
   // The proxy stays alive: its count now holds these activities until they end.
   for (promise_base* p : m_arrivals) m_sched.inject(as_independent(p));
@@ -620,7 +620,7 @@ void place_engine::on_activity(place_id from, byte_reader& r, bool is_at) {
     }
   } catch (...) { // the arguments did not deserialize: the activity fails at once
     flush_arrivals();
-    arrive(id);
+    arrive(id, from);
     px.fs.add_exception(std::current_exception());
     if (is_at) {
       const std::string text = describe_current_exception();
@@ -633,12 +633,12 @@ void place_engine::on_activity(place_id from, byte_reader& r, bool is_at) {
   p->m_finish = &px.fs;
   p->m_role = promise_base::role::strand;
   p->m_parent = nullptr;
-  gather_arrivals_of(px);
+  gather_arrivals_of(px, from == id.home);
   try {
     m_arrivals.push_back(p);
   } catch (...) { // out of memory: count and run it alone
     flush_arrivals();
-    arrive(id);
+    arrive(id, from);
     m_sched.inject(as_independent(p));
   }
 }
@@ -710,11 +710,12 @@ void place_engine::end_strand(proxy& px, std::uint64_t n) noexcept {
   // the other strands' if we are the last.
   const auto ends = static_cast<std::int64_t>(n);
   if (px.fs.m_count.fetch_sub(ends, std::memory_order_acq_rel) != ends) return;
-  if (px.reports > 0 && !px.asked && px.id.home != m_here && m_report_hold_max.count() > 0) {
-    // Not the first quiet period, and the home has not asked: it is still busy itself, and
-    // more of this finish's activities are probably on their way (a stream of asyncs arrives
-    // one coalesced buffer at a time). The report waits for the home's ask (see on_ask and
-    // finish_protocol.hpp), or m_report_hold_max if none comes.
+  if (!px.asked && px.id.home != m_here && m_report_hold_max.count() > 0 &&
+      (px.reports > 0 || px.tally.received_from_home() >= k_stream_activities)) {
+    // Not the first quiet period (or a stream from the home), and the home has not asked: it
+    // is still busy itself, and more of this finish's activities are probably on their way (a
+    // stream of asyncs arrives one coalesced buffer at a time). The report waits for the
+    // home's ask (see on_ask and finish_protocol.hpp), or m_report_hold_max if none comes.
     const auto now = report_clock::now();
     px.quiet_since = now;
     if (!px.deferred) {

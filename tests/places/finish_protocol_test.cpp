@@ -2,9 +2,10 @@
 // over P places, activities delivered in random order across sources (in order per source),
 // reports in any order (even two of one place: the engine takes them in order but may send
 // them out of order), proxies reporting at once or later, activities ending at random times.
-// A proxy holds every report after its first until the home asks for it, as the engine does:
-// a held report is released by nothing else here, so a missing ask shows as a finish that
-// never terminates. Termination must be declared exactly once, exactly when nothing is alive
+// A proxy holds every report after its first until the home asks for it, and its first too
+// once it received `stream` activities, as the engine does (with small values of `stream`
+// here, 1 to 4, and one too big to matter): a held report is released by nothing else here,
+// so a missing ask shows as a finish that never terminates. Termination must be declared exactly once, exactly when nothing is alive
 // or in flight.
 #include <apgas/detail/finish_protocol.hpp>
 
@@ -40,7 +41,8 @@ struct running {
 
 class simulation {
 public:
-  simulation(place_id places, std::uint64_t seed) : m_places(places), m_rng(seed), m_proxies(places) {}
+  simulation(place_id places, std::uint64_t seed, std::uint64_t stream)
+      : m_places(places), m_rng(seed), m_proxies(places), m_stream(stream), m_home(stream) {}
 
   /// Runs one finish to termination; returns the number of activities run.
   int run(int budget) {
@@ -127,7 +129,8 @@ private:
 
   void quiet(place_id where) {
     proxy& p = m_proxies[where];
-    if (p.reports > 0 && !p.asked && where != 0) p.held = true; // until the home asks
+    const bool stream = p.tally.received_from_home() >= m_stream;
+    if ((p.reports > 0 || stream) && !p.asked && where != 0) p.held = true; // until asked
     else if (coin()) report(where);
     else p.deferred = true; // reports later, if still quiet then
   }
@@ -143,6 +146,7 @@ private:
   void deliver_one() {
     auto it = m_channels.begin();
     std::advance(it, std::uniform_int_distribution<std::size_t>(0, m_channels.size() - 1)(m_rng));
+    const place_id from = std::get<0>(it->first);
     const place_id to = std::get<1>(it->first);
     message m = std::move(it->second.front());
     it->second.pop_front();
@@ -151,7 +155,7 @@ private:
       ++m_activities;
       proxy& p = m_proxies[to];
       ++p.live;
-      p.tally.on_arrival();
+      p.tally.on_arrivals(1, from == 0);
       m_running.push_back({to, a->budget, false});
     } else if (std::holds_alternative<ask_msg>(m)) {
       proxy& p = m_proxies[to];
@@ -196,6 +200,7 @@ private:
   place_id m_places;
   std::mt19937_64 m_rng;
   std::vector<proxy> m_proxies;
+  std::uint64_t m_stream; // see k_stream_activities
   home_tally m_home;
   int m_home_local = 0; // the body, and the remote part while open
   bool m_remote_open = false;
@@ -212,7 +217,8 @@ TEST(finish_protocol, terminates_exactly_when_nothing_is_alive_or_in_flight) {
   long total = 0;
   for (std::uint64_t seed = 1; seed <= 3000; ++seed) {
     const place_id places = 1 + static_cast<place_id>(seed % 6);
-    simulation sim(places, seed);
+    const std::uint64_t stream = seed % 5 == 0 ? 1'000'000 : 1 + seed % 4;
+    simulation sim(places, seed, stream);
     total += sim.run(static_cast<int>(5 + seed % 60));
     if (testing::Test::HasFailure()) FAIL() << "seed " << seed << ", " << places << " places";
   }
@@ -273,6 +279,20 @@ TEST(finish_protocol, a_report_that_makes_a_reported_place_pending_again_asks_it
   ask.clear();
   EXPECT_TRUE(home.on_report(finish_report{{}, 1, 1, 1, {}}, &ask));
   EXPECT_TRUE(ask.empty());
+}
+
+TEST(finish_protocol, a_quiet_home_asks_a_place_sent_a_stream_even_before_its_first_report) {
+  home_tally home(3); // a stream: 3 activities
+  EXPECT_TRUE(home.on_send(1));
+  home.on_send(1);
+  home.on_send(1);
+  home.on_send(2);
+  home.on_send(2); // 2 to place 2: below a stream, its first report leaves unasked
+  EXPECT_EQ(home.on_home_quiet(), (std::vector<place_id>{1}));
+  std::vector<place_id> ask;
+  EXPECT_FALSE(home.on_report(finish_report{{}, 2, 0, 2, {{1, 1}}}, &ask));
+  EXPECT_TRUE(ask.empty()) << "place 1 was asked already";
+  EXPECT_TRUE(home.on_report(finish_report{{}, 1, 0, 4, {}}, &ask));
 }
 
 TEST(finish_protocol, proxy_reports_reset_the_counts) {

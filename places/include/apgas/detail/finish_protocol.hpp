@@ -17,21 +17,28 @@
 // Reports of different places may arrive in any order (counts may go negative meanwhile,
 // which keeps the finish open too).
 //
-// How many reports: a place reports its first quiet period at once (a short finish then
-// costs one report per place), and holds later ones until the home asks for them: a place
-// fed a stream of activities goes quiet after every buffer, and its reports are of no use
-// before the home itself is quiet (its own activities of the finish ended: nothing else can
-// close the finish). When the home goes quiet it asks every place that reported before and
-// still has activities pending (one ask each); a report that makes another such place
-// pending asks that one too. A place asked reports each quiet period at once from then on.
-// So a long stream costs two reports and one ask per place, whatever its length.
+// How many reports: a place fed a stream of activities goes quiet after every buffer, and
+// its reports are of no use before the home itself is quiet (its own activities of the
+// finish ended: nothing else can close the finish). So a place holds a report until the home
+// asks for it, except the first report of a place that received fewer than
+// k_stream_activities of the finish from the home itself: that one leaves at once, and a
+// short finish costs one report per place. When the home goes quiet it asks, once each, every
+// place that may hold a report: activities pending there, and either a report of it applied
+// before or at least k_stream_activities pending (it may hold its first). A report that makes
+// another place such, asks that one too. An asked place reports each quiet period at once
+// from then on. So a stream from the home costs one ask and one report per place, whatever
+// its length (two reports if its first buffer held fewer than k_stream_activities).
 //
-// Why every held report is asked for: a place holding one has unreported completions. If
-// pending is positive there, the home asks it (at once if quiet, else when a report makes it
-// pending). If not, the activities it completed were sent by a place that has not reported
-// them yet: that one is pending, and is asked (or reports at once, if it never reported);
-// its report then makes the first place pending. The chain ends at the home's own sends,
-// which it counts itself.
+// Why every held report is asked for. A place holding its first report received at least
+// k_stream_activities from the home, which counted them: its pending count is at least that
+// (it reported no completion), and the quiet home asks it. A place holding a later report has
+// unreported completions. If its pending count is positive, the home asks it (at once if
+// quiet, else when a report makes it so). If not, some activities it completed were sent by a
+// place that has not reported them yet: that one is pending, and is asked (or reports at
+// once); its report then makes the first place pending. The chain ends at the home's own
+// sends, which it counts itself. (Counting all arrivals for the first report, not only the
+// home's, breaks this: two places that fed each other could hold their reports while the
+// home knows of too few sends to either to ask them. The protocol test finds that.)
 #pragma once
 
 #include "apgas/detail/spin_lock.hpp"
@@ -74,9 +81,19 @@ struct finish_report {
   std::vector<std::pair<place_id, std::uint64_t>> sent;     ///< activities sent, per place
 };
 
+/// @brief A place that received at least this many activities of a finish from its home
+/// holds even its first report until the home asks (see above). The same at every place (the
+/// home asks by it). Below the 512 messages a poll delivers at most (transport_base), so that
+/// a stream's first quiet period, after the first poll's activities ran, already holds; a
+/// finish with fewer at a place pays no ask there.
+inline constexpr std::uint64_t k_stream_activities = 256;
+
 /// @brief Home side: pending activities per place. Thread-safety: any thread.
 class home_tally {
 public:
+  /// @param stream_activities see k_stream_activities (tests use small values).
+  explicit home_tally(std::uint64_t stream_activities = k_stream_activities)
+      : m_stream_activities(stream_activities) {}
   /// @brief The home sends one activity to `to`. @return true if the remote part opened now.
   /// Inline always, with the rare part out of line: this runs for every remote async, and GCC
   /// leaves it out of line in large translation units otherwise.
@@ -165,14 +182,16 @@ private:
     consider_asking(r.from, ask);
     for (const auto& [to, n] : r.sent) consider_asking(to, ask);
   }
-  /// Asks p if it may hold a report the finish needs: activities pending there, and a report
-  /// of it applied before (a place that never reported reports its first quiet period at once).
+  /// Asks p if it may hold a report the finish needs (see the top of this file).
   void consider_asking(place_id p, std::vector<place_id>* ask) { // pre: m_lock held
     const auto pending = m_pending.find(p);
     if (pending == m_pending.end() || pending->second <= 0) return;
     const auto it = m_reporters.find(p);
-    if (it == m_reporters.end() || it->second.next_seq == 0 || it->second.asked) return;
-    it->second.asked = true;
+    const bool reported = it != m_reporters.end() && it->second.next_seq > 0;
+    if (!reported && static_cast<std::uint64_t>(pending->second) < m_stream_activities) return;
+    reporter& r = it != m_reporters.end() ? it->second : m_reporters[p];
+    if (r.asked) return;
+    r.asked = true;
     ask->push_back(p);
   }
   void end_streak() { // pre: m_lock held
@@ -185,6 +204,7 @@ private:
     it->second += delta;
     if (it->second == 0) m_pending.erase(it);
   }
+  const std::uint64_t m_stream_activities;
   mutable spin_lock m_lock;
   std::unordered_map<place_id, std::int64_t> m_pending; ///< only non-zero entries
   place_id m_streak_to = 0;   ///< sends counted in m_streak go there
@@ -203,7 +223,14 @@ public:
   /// @brief An activity of the finish arrived here. pre: the caller's lock (see above).
   void on_arrival() noexcept { ++m_received; }
   /// @brief `n` activities of the finish arrived here. pre: the caller's lock (see above).
-  void on_arrivals(std::uint64_t n) noexcept { m_received += n; }
+  void on_arrivals(std::uint64_t n, bool from_home = false) noexcept {
+    m_received += n;
+    if (from_home) m_received_from_home += n;
+  }
+  /// @brief Activities that arrived here from the home since the proxy began: the home counts
+  /// them too, so it asks this place for its first report once they reach
+  /// k_stream_activities (see the top of this file). pre: the caller's lock.
+  std::uint64_t received_from_home() const noexcept { return m_received_from_home; }
   /// @brief An activity of the finish is sent from here to `to` (before it is sent).
   void on_send(place_id to) {
     std::lock_guard guard(m_lock);
@@ -228,6 +255,7 @@ public:
 private:
   spin_lock m_lock;             ///< guards m_sent (on_send comes from any strand)
   std::uint64_t m_received = 0; ///< guarded by the caller's lock
+  std::uint64_t m_received_from_home = 0; ///< guarded by the caller's lock
   std::uint64_t m_next_seq = 0; ///< guarded by the caller's lock
   std::vector<std::pair<place_id, std::uint64_t>> m_sent; ///< few destinations: a flat list
 };

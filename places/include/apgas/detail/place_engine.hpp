@@ -220,16 +220,19 @@ private:
   /// @brief The part of on_message that is not a plain async (out of line: see on_message).
   [[gnu::noinline]] void on_other_message(place_id from, std::span<const std::byte> bytes);
   /// @param message the message after its kind
-  void on_plain_async(std::span<const std::byte> message);
+  void on_plain_async(place_id from, std::span<const std::byte> message);
   void on_rpc(place_id from, byte_reader& r);
   /// @brief True if this place ran an rpc in the last k_rpc_alert (out of line: reads the clock;
   /// only idle workers ask).
   bool served_rpcs_lately() const noexcept;
   /// @brief Switches the arrivals being gathered to those of `px` (flushing another proxy's).
-  void gather_arrivals_of(proxy& px) noexcept {
-    if (m_arrivals_proxy != &px) {
+  /// `from_home`: they come from the finish's home (which the proxy counts, see
+  /// proxy_tally::received_from_home).
+  void gather_arrivals_of(proxy& px, bool from_home) noexcept {
+    if (m_arrivals_proxy != &px || m_arrivals_from_home != from_home) [[unlikely]] {
       flush_arrivals();
       m_arrivals_proxy = &px;
+      m_arrivals_from_home = from_home;
     }
   }
   /// @brief flush_arrivals' part for plain asyncs: their batches' frames, into m_arrivals.
@@ -241,7 +244,7 @@ private:
   void on_ask(byte_reader& r);
   /// @brief Asks `places` (but here) for the reports of finish `id` they hold, then flushes.
   void send_asks(const finish_id& id, const std::vector<place_id>& places);
-  proxy& arrive(const finish_id& id);
+  proxy& arrive(const finish_id& id, place_id from);
   /// @brief The proxy of `id` here, created on first use; counts nothing. Handler context.
   proxy& find_proxy(const finish_id& id);
   /// @brief find_proxy past its one-entry cache (out of line: the common call only compares).
@@ -288,6 +291,7 @@ private:
   // counting them takes the proxy's lock once per network message instead of once per
   // activity. Handler context only (the transport runs one poller at a time).
   proxy* m_arrivals_proxy = nullptr;
+  bool m_arrivals_from_home = false;
   std::vector<promise_base*> m_arrivals;
   // Plain asyncs gathered likewise (null: none), and the sizes to reserve for the next ones.
   // Handler context only.
