@@ -12,9 +12,9 @@
 //
 // The target is O(places) and independent of n: ideally one report per remote place that
 // took part and one cleanup per such place, 2 (P-1) per finish. A place that drains its asyncs
-// faster than they arrive goes quiet many times; it reports the first time at once, holds
-// later reports until the home asks (once its own part of the finish ended), then reports
-// again: a long stream costs 4 (P-1), report, ask, report and cleanup per place.
+// faster than they arrive goes quiet many times; fed at least 256 by the home, it holds its
+// reports until the home asks (once its own part of the finish ended): a long stream costs
+// 3 (P-1), ask, report and cleanup per place.
 #include "common.hpp"
 
 #include <atomic>
