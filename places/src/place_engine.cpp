@@ -737,6 +737,12 @@ void place_engine::defer_report(const finish_id& id, report_clock::time_point du
 void place_engine::send_due_reports() noexcept {
   // acquire: pairs with the release stores in end_strand and below.
   if (m_deferred_count.load(std::memory_order_acquire) == 0) return;
+  // Held reports are due only after m_report_hold_max (a safeguard, see end_strand): a look at
+  // the list every 64 polls of a thread is soon enough, and spares the busy polls of a place
+  // that holds a report through a whole stream a lock, a clock read and a scan each.
+  thread_local unsigned polls_until_look = 1;
+  if (--polls_until_look != 0) return;
+  polls_until_look = 64;
   std::vector<deferred_report> due;
   const auto now = report_clock::now();
   {
