@@ -773,6 +773,7 @@ void place_engine::send_due_reports() noexcept {
       defer_report(px.id, due);
       continue;
     }
+    m_counters.holds_expired.fetch_add(1, std::memory_order_relaxed);
     take_and_send_report(px, std::move(guard));
   }
 }
@@ -873,7 +874,8 @@ void place_engine::apply_report(const finish_report& rep, const std::vector<std:
 void place_engine::on_home_quiet(finish_state& f) noexcept {
   // acquire: pairs with create_home_link's release (the link is non-null: the remote part is
   // open, and the caller's acquire of the count saw it open, see open_remote_part).
-  auto* link = static_cast<home_link*>(std::atomic_ref<void*>(f.m_remote).load(std::memory_order_acquire));
+  auto* link = static_cast<home_link*>(
+      std::atomic_ref<void*>(f.m_remote).load(std::memory_order_acquire));
   try {
     send_asks(link->id, link->tally.on_home_quiet());
   } catch (const std::exception& e) {
@@ -904,7 +906,10 @@ void place_engine::on_ask(byte_reader& r) {
   const finish_id id = get_finish_id(r);
   std::unique_lock map_guard(m_proxies_mutex);
   auto it = m_proxies.find(id);
-  if (it == m_proxies.end()) return; // cannot happen: asked places reported, and live
+  // No proxy yet: the home was told of activities sent here by another place, and they are
+  // still on their way. This place's first report then leaves at once (they do not come from
+  // the home, see finish_protocol.hpp): nothing to ask for.
+  if (it == m_proxies.end()) return;
   proxy& px = *it->second;
   std::unique_lock guard(px.lock);
   map_guard.unlock(); // px cannot go away: the home waits for it (pending there)

@@ -98,8 +98,9 @@ std::string runtime::message_stats() const {
   std::string s = fmt::format("apgas messages: place {} of {}\n", here(), places());
   s += fmt::format("  {:<34} {}\n", "activities sent (async_at, at)", rd(c.activities_sent));
   s += fmt::format("  {:<34} {}\n", "at replies sent", rd(c.replies_sent));
-  s += fmt::format("  {:<34} {} reports, {} asks, {} cleanups\n", "finish control messages",
-                   rd(c.reports_sent), rd(c.asks_sent), rd(c.cleanups_sent));
+  s += fmt::format("  {:<34} {} reports ({} unasked, hold expired), {} asks, {} cleanups\n",
+                   "finish control messages", rd(c.reports_sent), rd(c.holds_expired),
+                   rd(c.asks_sent), rd(c.cleanups_sent));
   s += fmt::format("  {:<34} {}\n", "finishes that went remote", rd(c.finishes_distributed));
   s += fmt::format("  {:<34} {} logical in {} MPI messages ({:.1f} per message)\n",
                    "sent", t.logical_messages_sent, t.mpi_messages_sent, ratio);

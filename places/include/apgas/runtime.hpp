@@ -103,6 +103,11 @@ public:
   std::uint64_t asks_sent() const {
     return m_engine->counters().asks_sent.load(std::memory_order_relaxed);
   }
+  /// @brief Held finish reports this place sent unasked, their hold expired (see
+  /// options::report_delay_us): 0 unless asks come late.
+  std::uint64_t holds_expired() const {
+    return m_engine->counters().holds_expired.load(std::memory_order_relaxed);
+  }
   /// @brief Message statistics of this place, one table (what APGAS_STATS=1 prints).
   std::string message_stats() const;
 

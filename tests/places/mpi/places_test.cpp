@@ -329,20 +329,30 @@ TEST(places, many_small_remote_asyncs_are_coalesced) {
   }
 }
 
+/// Finish reports sent so far by all places, read at each place (inside a run: a place's
+/// main thread may enter a run after place 0 has gone on to the next one, whose reports its
+/// workers already sent).
+task<std::uint64_t> reports_everywhere() {
+  std::uint64_t sum = 0;
+  for (place_id p = 0; p < apgas::places(); ++p)
+    sum += co_await at(p, [] { return g_rt->reports_sent(); });
+  co_return sum;
+}
+
 TEST(places, an_at_of_a_plain_function_sends_no_finish_control_message) {
   // It is a remote procedure call: its place runs it in its message handler, as no activity
   // of any finish, so the caller's finish stays local (no report, no cleanup).
   if (g_rt->places() < 2) GTEST_SKIP() << "needs two places";
-  const auto reports_before = g_rt->reports_sent();
-  const int sum = g_rt->run([]() -> task<int> {
+  const auto [sum, reports] = g_rt->run([]() -> task<std::pair<int, std::uint64_t>> {
+    const std::uint64_t before = co_await reports_everywhere();
     int total = 0;
     co_await finish([&total]() -> task<> {
       for (int i = 0; i < 100; ++i) total += co_await at(1, [](int k) { return k; }, 1);
     });
-    co_return total;
+    co_return std::pair{total, co_await reports_everywhere() - before};
   });
   EXPECT_EQ(sum, 100);
-  EXPECT_EQ(g_rt->reports_sent() - reports_before, 0U);
+  EXPECT_EQ(reports, 0U);
 }
 
 std::atomic<bool> g_holding{false};
@@ -465,6 +475,58 @@ TEST(places, a_proxy_that_goes_quiet_again_and_again_reports_twice) {
     EXPECT_EQ(out.reports, 2U);
     EXPECT_EQ(out.asks, 1U);
   }
+}
+
+/// What a_stream_from_the_home_costs_one_ask_and_at_most_two_reports_per_place measures.
+struct stream_outcome {
+  std::uint64_t reports = 0; ///< sent by the other places for the finish
+  std::uint64_t expired = 0; ///< reports of theirs that left unasked (hold expired)
+  std::uint64_t asks = 0;    ///< sent by place 0 for the finish
+  long ran = 0;              ///< asyncs run
+  template <class A>
+  void serialize(A& a) {
+    a & reports & expired & asks & ran;
+  }
+};
+
+TEST(places, a_stream_from_the_home_costs_one_ask_and_at_most_two_reports_per_place) {
+  // 20,000 plain asyncs from place 0, round-robin over the other places. Each place holds its
+  // reports (its first too, once 256 came from the home) until the home asks, once, when the
+  // loop ends: one report, or two if its first network message held fewer than 256. A held
+  // report also leaves unasked after --report-delay-us (10 s under ctest): that means an ask
+  // was missing, or the machine stalled for that long.
+  if (g_rt->places() < 2) GTEST_SKIP() << "needs two places";
+  constexpr int k_asyncs = 20'000;
+  const place_id others = g_rt->places() - 1;
+  const stream_outcome out = g_rt->run([others]() -> task<stream_outcome> {
+    const auto counts_elsewhere = []() -> task<std::pair<std::uint64_t, std::uint64_t>> {
+      std::pair<std::uint64_t, std::uint64_t> sum;
+      for (place_id p = 1; p < apgas::places(); ++p) {
+        const auto [reports, expired] = co_await at(p, [] {
+          return std::pair{g_rt->reports_sent(), g_rt->holds_expired()};
+        });
+        sum.first += reports;
+        sum.second += expired;
+      }
+      co_return sum;
+    };
+    (void)co_await collect_counters();
+    const auto before = co_await counts_elsewhere();
+    const std::uint64_t asks_before = g_rt->asks_sent();
+    co_await finish([others]() -> task<> {
+      for (int i = 0; i < k_asyncs; ++i)
+        co_await async_at(1 + static_cast<place_id>(i) % others, [] { g_counter += 1; });
+    });
+    const auto after = co_await counts_elsewhere();
+    co_return stream_outcome{after.first - before.first, after.second - before.second,
+                             g_rt->asks_sent() - asks_before, co_await collect_counters()};
+  });
+  EXPECT_EQ(out.ran, k_asyncs);
+  EXPECT_EQ(out.expired, 0U) << "held reports left unasked after --report-delay-us "
+                            << g_rt->opts().report_delay_us << " us";
+  EXPECT_EQ(out.asks, others);
+  EXPECT_GE(out.reports, others);
+  EXPECT_LE(out.reports, 2U * others);
 }
 
 // Random trees of async, async_at and finish across places, with exact counts.

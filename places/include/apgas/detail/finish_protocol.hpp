@@ -30,8 +30,9 @@
 // its length (two reports if its first buffer held fewer than k_stream_activities).
 //
 // Why every held report is asked for. A place holding its first report received at least
-// k_stream_activities from the home, which counted them: its pending count is at least that
-// (it reported no completion), and the quiet home asks it. A place holding a later report has
+// k_stream_activities from the home place, which learns of each: the finish counts its own
+// sends, and the home place's proxy reports the others at once, never holding. Its pending
+// count is then at least that (it reported no completion), and the quiet home asks it. A place holding a later report has
 // unreported completions. If its pending count is positive, the home asks it (at once if
 // quiet, else when a report makes it so). If not, some activities it completed were sent by a
 // place that has not reported them yet: that one is pending, and is asked (or reports at

@@ -84,6 +84,9 @@ struct engine_counters {
   spread_counter replies_sent;                     ///< at replies (every at)
   std::atomic<std::uint64_t> reports_sent{0};      ///< finish control messages
   std::atomic<std::uint64_t> asks_sent{0};         ///< finish control messages
+  /// Reports sent unasked because their hold ran out (--report-delay-us): 0 unless the home's
+  /// ask came late (a very slow machine) or never (a bug).
+  std::atomic<std::uint64_t> holds_expired{0};
   std::atomic<std::uint64_t> cleanups_sent{0};     ///< finish control messages
   std::atomic<std::uint64_t> finishes_distributed{0}; ///< home finishes that went remote
 };
@@ -189,8 +192,8 @@ public:
   /// @brief Frees the distributed state of a home finish (remote_finish_hooks::release_remote).
   void release_home(finish_state& f) noexcept;
   /// @brief Ends `n` strands of a proxy (remote_finish_hooks::end_proxy_strands): when its
-  /// part goes quiet, reports home, at once the first time and once the home asks later on
-  /// (see finish_protocol.hpp).
+  /// part goes quiet, reports home: at once the first time (unless the home sent a stream),
+  /// once the home asks otherwise (see finish_protocol.hpp).
   void end_strand(proxy& px, std::uint64_t n = 1) noexcept;
   /// @brief The last local strand of home finish `f` is ending and its remote part is open
   /// (remote_finish_hooks::home_quiet): asks the places that hold reports for them.
@@ -271,7 +274,7 @@ private:
   void send_due_reports() noexcept;
   /// @brief Puts a proxy's report on the deferred list (pre: its lock is held, deferred set).
   void defer_report(const finish_id& id, report_clock::time_point due);
-  /// @brief Takes a proxy's report off the deferred list (pre: its lock is held).
+  /// @brief Takes a proxy's held report off the deferred list (pre: its lock is held).
   void forget_deferred(const finish_id& id);
   void take_and_send_report(proxy& px, std::unique_lock<spin_lock> guard) noexcept;
   void send_message(place_id to, std::span<const std::byte> bytes);
@@ -303,9 +306,8 @@ private:
   std::unordered_map<std::uint64_t, finish_state*> m_homes;
   std::uint64_t m_next_serial = 1;
 
-  /// A proxy whose part went quiet again after its first report holds its report until its
-  /// home asks for it, or this long at most (a safeguard: the home always asks, see
-  /// finish_protocol.hpp).
+  /// A proxy holds a report (see end_strand) until its home asks for it, or this long at most
+  /// (a safeguard: the home always asks, see finish_protocol.hpp).
   report_clock::duration m_report_hold_max;
   struct deferred_report {
     finish_id id;
