@@ -1,7 +1,8 @@
 // bench_apps: the app kernels (fib, integrate, nqueens, quicksort) under every scheduler we
 // compare, in one run: sequential, apgas work-first, apgas help-first, TBB task_group and
 // OpenMP tasks, on 1 and 2 workers. Each measurement is the best of --reps runs after one
-// warm-up run; every run's result is checked against the sequential one (a mismatch exits 1).
+// warm-up run, the configurations of a case taking turns (see run_case); every run's result is
+// checked against the sequential one (a mismatch exits 1).
 //
 //   bench_apps [--reps R] [--quick] [--only fib,integrate] [--json] [--workers 1,2] ...
 //
@@ -95,7 +96,8 @@ const char* const k_help = R"(usage: bench_apps [options]
 
 Runs fib, integrate, nqueens and quicksort sequentially and under apgas (work-first and
 help-first), TBB task_group and OpenMP tasks, on each worker count, and checks every result
-against the sequential one. Each time is the best of R runs after one warm-up run.
+against the sequential one. Each time is the best of R runs after one warm-up run; the
+configurations of a case take turns, run by run (the machine's speed drifts).
 
   --reps R               repetitions per measurement (default 5)
   --quick                tiny sizes (a smoke test: a few seconds, results still checked)
@@ -534,56 +536,58 @@ double process_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-/// Best of `reps` timed runs after one warm-up; every run's result is checked.
-timing measure(context& ctx, const app_case& c, const std::string& what,
-               const std::function<double()>& run, std::optional<double>& expected) {
-  ctx.dog.arm(fmt::format("{} / {}", c.label, what), ctx.opts.timeout_s);
+/// One configuration of a case: a variant on a number of workers, and how to run it once.
+struct config {
+  std::string variant; ///< sequential, apgas-wf, apgas-hf, tbb, omp
+  unsigned workers = 1;
+  bool built = true;            ///< false: the peer is not built (a row says so)
+  std::function<double()> run;  ///< one run of the case (timed)
+  /// Around each run, untimed: creates and destroys the scheduler (an apgas runtime: one at a
+  /// time in a process), or sets and resets its worker count. Empty: nothing to do.
+  std::function<void()> setup;
+  std::function<void()> teardown;
   timing best{std::numeric_limits<double>::infinity(), 0};
-  for (int i = 0; i <= ctx.opts.reps; ++i) {
-    c.prepare();
-    const double cpu0 = process_cpu_seconds();
-    const auto t0 = clock_type::now();
-    double got = 0;
-    try {
-      got = run();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "\nbench_apps: FAILED: %s / %s threw: %s\n", c.label.c_str(),
-                   what.c_str(), e.what());
-      std::exit(1);
-    }
-    const auto t1 = clock_type::now();
-    const double cpu1 = process_cpu_seconds();
-    if (!expected)
-      expected = got; // the sequential run's first result is the reference
-    if (!c.check(got, *expected)) {
-      std::fprintf(stderr,
-                   "\nbench_apps: WRONG RESULT: %s / %s (run %d): got %.17g, expected %.17g%s\n",
-                   c.label.c_str(), what.c_str(), i, got, *expected, c.mismatch_note.c_str());
-      std::exit(1);
-    }
-    const double secs = std::chrono::duration<double>(t1 - t0).count();
-    if (i > 0 && secs < best.seconds)
-      best = {secs, cpu1 - cpu0};
-  }
-  ctx.dog.disarm();
-  std::fputc('.', stderr);
-  std::fflush(stderr);
-  return best;
-}
+};
 
-void run_case(context& ctx, const app_case& c, std::vector<row>& rows) {
-  std::optional<double> expected;
-  auto push = [&](std::string variant, unsigned w, bool built, timing t) {
-    rows.push_back(row{c.app, c.label, std::move(variant), w, built, t.seconds, t.cpu_seconds,
-                       c.tasks, c.coarse, c.one_task_per_call});
-  };
-  push("sequential", 1, true, measure(ctx, c, "sequential", c.run_seq, expected));
-  const long known = apgas_apps::nqueens_known(ctx.opts.nqueens_n);
-  if (c.app == "nqueens" && *expected != static_cast<double>(known)) {
-    std::fprintf(stderr, "\nbench_apps: WRONG RESULT: sequential nqueens(%d) = %.0f, known %ld\n",
-                 ctx.opts.nqueens_n, *expected, known);
+/// Times one run of `cfg` and checks its result; the first result of the case is the
+/// reference (the sequential run, which comes first).
+timing time_one_run(context& ctx, const app_case& c, const config& cfg, int run,
+                    std::optional<double>& expected) {
+  const std::string what = fmt::format("{} {}w", cfg.variant, cfg.workers);
+  ctx.dog.arm(fmt::format("{} / {}", c.label, what), ctx.opts.timeout_s);
+  c.prepare();
+  double got = 0;
+  double cpu0 = 0, cpu1 = 0;
+  clock_type::time_point t0, t1;
+  try {
+    if (cfg.setup) cfg.setup();
+    cpu0 = process_cpu_seconds();
+    t0 = clock_type::now();
+    got = cfg.run();
+    t1 = clock_type::now();
+    cpu1 = process_cpu_seconds();
+    if (cfg.teardown) cfg.teardown();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "\nbench_apps: FAILED: %s / %s threw: %s\n", c.label.c_str(),
+                 what.c_str(), e.what());
     std::exit(1);
   }
+  ctx.dog.disarm();
+  if (!expected)
+    expected = got; // the sequential run's first result is the reference
+  if (!c.check(got, *expected)) {
+    std::fprintf(stderr,
+                 "\nbench_apps: WRONG RESULT: %s / %s (run %d): got %.17g, expected %.17g%s\n",
+                 c.label.c_str(), what.c_str(), run, got, *expected, c.mismatch_note.c_str());
+    std::exit(1);
+  }
+  return {std::chrono::duration<double>(t1 - t0).count(), cpu1 - cpu0};
+}
+
+/// The configurations of a case, in the order of the table.
+std::vector<config> make_configs(context& ctx, const app_case& c) {
+  std::vector<config> configs;
+  configs.push_back(config{"sequential", 1, true, c.run_seq, {}, {}});
   for (unsigned w : ctx.opts.workers) {
     for (apgas::policy p : {apgas::policy::work_first, apgas::policy::help_first}) {
       const std::string variant = p == apgas::policy::work_first ? "apgas-wf" : "apgas-hf";
@@ -591,33 +595,69 @@ void run_case(context& ctx, const app_case& c, std::vector<row>& rows) {
         continue;
       apgas::options o{.threads = w, .default_policy = p};
       o.pin_workers = ctx.opts.pin;
-      timing secs;
-      {
-        apgas::runtime rt(o); // one runtime at a time: destroyed before the next is created
-        current_runtime() = &rt;
-        secs = measure(ctx, c, fmt::format("{} {}w", variant, w), c.run_apgas, expected);
-        current_runtime() = nullptr;
-      }
-      push(variant, w, true, secs);
+      auto rt = std::make_shared<std::unique_ptr<apgas::runtime>>();
+      configs.push_back(config{variant, w, true, c.run_apgas,
+                               [rt, o] {
+                                 *rt = std::make_unique<apgas::runtime>(o);
+                                 current_runtime() = rt->get();
+                               },
+                               [rt] {
+                                 current_runtime() = nullptr;
+                                 rt->reset();
+                               }});
     }
-#ifdef APGAS_BENCH_HAVE_TBB
     if (listed(ctx.opts.variants, "tbb")) {
-      tbb::global_control limit(tbb::global_control::max_allowed_parallelism, w);
-      push("tbb", w, true, measure(ctx, c, fmt::format("tbb {}w", w), c.run_tbb, expected));
-    }
+#ifdef APGAS_BENCH_HAVE_TBB
+      auto limit = std::make_shared<std::unique_ptr<tbb::global_control>>();
+      configs.push_back(config{"tbb", w, true, c.run_tbb,
+                               [limit, w] {
+                                 *limit = std::make_unique<tbb::global_control>(
+                                     tbb::global_control::max_allowed_parallelism, w);
+                               },
+                               [limit] { limit->reset(); }});
 #else
-    if (listed(ctx.opts.variants, "tbb"))
-      push("tbb", w, false, {});
+      configs.push_back(config{"tbb", w, false, {}, {}, {}});
 #endif
+    }
     if (listed(ctx.opts.variants, "omp")) {
-      if (c.run_omp) {
-        std::function<double()> run = [&c, w] { return c.run_omp(w); };
-        push("omp", w, true, measure(ctx, c, fmt::format("omp {}w", w), run, expected));
-      } else {
-        push("omp", w, false, {});
-      }
+      if (c.run_omp)
+        configs.push_back(config{"omp", w, true, [&c, w] { return c.run_omp(w); }, {}, {}});
+      else configs.push_back(config{"omp", w, false, {}, {}, {}});
     }
   }
+  return configs;
+}
+
+/// Runs every configuration of a case once (the warm-up), then --reps rounds in which each
+/// runs once more, in turn, and keeps each one's best. Interleaved rounds, not all the runs of
+/// one configuration in a row: this machine's speed drifts over minutes (other tenants, the
+/// host's clock), and a ratio of two configurations measured minutes apart measured the drift
+/// (speedups of 2.5 on 2 cores). Round by round, every configuration samples the same phases.
+void run_case(context& ctx, const app_case& c, std::vector<row>& rows) {
+  std::optional<double> expected;
+  std::vector<config> configs = make_configs(ctx, c);
+  for (int round = 0; round <= ctx.opts.reps; ++round) {
+    for (config& cfg : configs) {
+      if (!cfg.built) continue;
+      const timing t = time_one_run(ctx, c, cfg, round, expected);
+      if (round > 0 && t.seconds < cfg.best.seconds) cfg.best = t;
+    }
+    if (round == 0 && c.app == "nqueens") {
+      const long known = apgas_apps::nqueens_known(ctx.opts.nqueens_n);
+      if (*expected != static_cast<double>(known)) {
+        std::fprintf(stderr,
+                     "\nbench_apps: WRONG RESULT: sequential nqueens(%d) = %.0f, known %ld\n",
+                     ctx.opts.nqueens_n, *expected, known);
+        std::exit(1);
+      }
+    }
+    std::fputc('.', stderr);
+    std::fflush(stderr);
+  }
+  for (const config& cfg : configs)
+    rows.push_back(row{c.app, c.label, cfg.variant, cfg.workers, cfg.built,
+                       cfg.built ? cfg.best.seconds : 0, cfg.built ? cfg.best.cpu_seconds : 0,
+                       c.tasks, c.coarse, c.one_task_per_call});
 }
 
 // ---- reporting ------------------------------------------------------------------------------
