@@ -68,7 +68,8 @@ runtime::~runtime() {
     std::fprintf(stderr, "apgas: place %u: shutdown barrier failed: %s\n", here(), e.what());
   }
   const bool stats = m_local->opts().stats;
-  const std::string table = stats ? message_stats() : std::string();
+  // One place sends no message: its table would be all zeros.
+  const std::string table = stats && places() > 1 ? message_stats() : std::string();
   m_local->sched().stop();
   m_local->sched().set_network(nullptr);
   m_local.reset(); // prints the worker table if asked
