@@ -297,8 +297,7 @@ TEST(finish_protocol, a_quiet_home_asks_a_place_sent_a_stream_even_before_its_fi
 
 TEST(finish_protocol, proxy_reports_reset_the_counts) {
   proxy_tally p;
-  p.on_arrival();
-  p.on_arrival();
+  p.on_arrivals(2, false);
   p.on_send(4);
   p.on_send(4);
   p.on_send(1);

@@ -221,10 +221,9 @@ private:
 /// second lock.
 class proxy_tally {
 public:
-  /// @brief An activity of the finish arrived here. pre: the caller's lock (see above).
-  void on_arrival() noexcept { ++m_received; }
-  /// @brief `n` activities of the finish arrived here. pre: the caller's lock (see above).
-  void on_arrivals(std::uint64_t n, bool from_home = false) noexcept {
+  /// @brief `n` activities of the finish arrived here, from its home or not. pre: the
+  /// caller's lock (see above).
+  void on_arrivals(std::uint64_t n, bool from_home) noexcept {
     m_received += n;
     if (from_home) m_received_from_home += n;
   }
