@@ -370,7 +370,7 @@ std::vector<std::byte>& place_engine::start_async(finish_state& f, plain_async_i
 
 void place_engine::send_async(finish_state& f, place_id to, const std::vector<std::byte>& bytes) {
   count_async_sent(f, to);
-  send_message(to, bytes);
+  send_message(to, std::span<const std::byte>(bytes).subspan(k_frame_header));
 }
 
 void place_engine::send_plain_async_written(finish_state& f, place_id to, plain_async_invoker inv,
@@ -407,19 +407,20 @@ std::vector<std::byte>& place_engine::start_rpc(rpc_invoker inv, reply_sink* sin
   return bytes;
 }
 
-void place_engine::finish_at(place_id to, const std::vector<std::byte>& bytes) {
+void place_engine::finish_at(place_id to, std::vector<std::byte>& bytes) {
   m_counters.activities_sent.add();
   m_awaited.add(); // relaxed: a hint, undone by the reply
-  m_net->send_now(to, bytes); // somebody waits for the answer: latency before coalescing
+  m_net->send_now_framed(to, bytes); // somebody waits for the answer: latency before coalescing
 }
 
-std::vector<std::byte>& place_engine::message_buffer() noexcept {
+std::vector<std::byte>& place_engine::message_buffer() {
   thread_local std::vector<std::byte> bytes;
-  bytes.clear();
+  bytes.resize(k_frame_header); // may allocate: the transport may have taken the last one
   return bytes;
 }
 
 std::size_t place_engine::start_reply(std::vector<std::byte>& out, reply_address to) {
+  out.resize(k_frame_header);
   byte_writer w(out);
   put(w, static_cast<std::uint8_t>(msg_kind::reply));
   put(w, to.token);
@@ -432,7 +433,7 @@ void place_engine::finish_reply(place_id to, std::vector<std::byte>& out, std::s
                                 bool ok) {
   out.at(ok_at) = static_cast<std::byte>(ok ? 1 : 0);
   m_counters.replies_sent.add();
-  m_net->send_now(to, out); // the caller is suspended until this arrives
+  m_net->send_now_framed(to, out); // the caller is suspended until this arrives
 }
 
 void place_engine::send_reply(reply_address to, bool ok, std::span<const std::byte> payload) {

@@ -311,6 +311,46 @@ TEST(TransportFake, SendNowLeavesAtOnceAndAlone) {
   EXPECT_THROW(sender.send_now(2, encode(0, 0, 0)), std::out_of_range);
 }
 
+TEST(TransportFake, SendNowFramedTakesBigMessagesOnlyWhenTheyLeaveAlone) {
+  fake_network net(2, transport_options{});
+  std::vector<std::size_t> sizes;
+  std::vector<std::byte> last;
+  ignore_all(net.endpoint(0));
+  net.endpoint(1).set_handler([&](place_id, std::span<const std::byte> m) {
+    sizes.push_back(m.size());
+    last.assign(m.begin(), m.end());
+  });
+  transport& sender = net.endpoint(0);
+  const auto framed_message = [](std::size_t bytes, std::uint8_t fill) {
+    std::vector<std::byte> v(k_frame_header + bytes, std::byte{fill});
+    v.front() = std::byte{0xee}; // room for the header: any value
+    return v;
+  };
+  // Small: copied, the caller's vector untouched.
+  std::vector<std::byte> framed = framed_message(100, 1);
+  sender.send_now_framed(1, framed);
+  EXPECT_EQ(framed.size(), k_frame_header + 100);
+  EXPECT_TRUE(poll_until(net.endpoint(1), [&] { return sizes.size() == 1; }));
+  EXPECT_EQ(sizes.back(), 100u);
+  // Big and alone: taken (the caller gets another vector, empty).
+  framed = framed_message(64 * 1024, 2);
+  sender.send_now_framed(1, framed);
+  EXPECT_TRUE(framed.empty());
+  EXPECT_TRUE(poll_until(net.endpoint(1), [&] { return sizes.size() == 2; }));
+  EXPECT_EQ(sizes.back(), 64u * 1024);
+  EXPECT_EQ(last, std::vector<std::byte>(64 * 1024, std::byte{2}));
+  // Big behind a buffered message: appended behind it, in order, and not taken.
+  sender.send(1, encode(0, 0, 0));
+  framed = framed_message(8 * 1024, 3);
+  sender.send_now_framed(1, framed);
+  EXPECT_EQ(framed.size(), k_frame_header + 8 * 1024);
+  EXPECT_TRUE(poll_until(net.endpoint(1), [&] { return sizes.size() == 4; }));
+  EXPECT_EQ(sizes[2], sizeof(record));
+  EXPECT_EQ(sizes[3], 8u * 1024);
+  EXPECT_EQ(sender.stats().mpi_messages_sent, 3u);
+  EXPECT_THROW(sender.send_now_framed(2, framed), std::out_of_range);
+}
+
 TEST(TransportFake, SendNowMixedWithSendKeepsPerThreadOrder) {
   // Threads of one place interleave send and send_now to one sink over a reordering network
   // with a send cap of 2, so that send_now meets buffered and deferred messages alike.

@@ -135,8 +135,7 @@ void send_at_reply(reply_address to, std::exception_ptr error, at_value<R>& valu
     }
   } catch (...) { // f threw, or its value did not serialize
     ok = false;
-    out.clear();
-    ok_at = place_engine::start_reply(out, to);
+    ok_at = place_engine::start_reply(out, to); // drops what the value wrote
     const std::string text = describe_current_exception();
     const auto* b = reinterpret_cast<const std::byte*>(text.data());
     out.insert(out.end(), b, b + text.size());

@@ -204,6 +204,17 @@ std::optional<sealed_buffer> coalescer::take_alone(place_id to,
   return alone;
 }
 
+bool coalescer::claim_alone(place_id to, std::size_t message_bytes) {
+  if (message_bytes > k_max_message_bytes)
+    throw_too_long(message_bytes);
+  slot& s = m_slots[to];
+  std::lock_guard lock(s.lock);
+  if (!s.current.empty() || !s.ready.empty())
+    return false;
+  s.count_appended(k_frame_header + message_bytes);
+  return true;
+}
+
 bool coalescer::seal(place_id to) {
   slot& s = m_slots[to];
   std::lock_guard lock(s.lock);

@@ -129,6 +129,7 @@ public:
 
 protected:
   void net_send(place_id to, sealed_buffer&& buffer) override;
+  void net_send_framed(place_id to, std::vector<std::byte>&& framed) override;
   void net_complete_sends() override;
   void net_receive() override;
   void net_release(received&& message) override;
@@ -138,7 +139,11 @@ private:
     place_id to;
     byte_buffer bytes;
     bool announcement = false; ///< not a sealed buffer: nothing to recycle nor to count done
+    std::vector<std::byte> framed = {}; ///< instead of `bytes`: a net_send_framed() message
   };
+  /// Starts the MPI_Isend of `size` bytes at `data` to `to` (announced first if big) and
+  /// records it; `record` is stored with the request and must own the bytes.
+  void isend_locked(place_id to, const std::byte* data, std::size_t size, in_flight&& record);
   struct posted {
     MPI_Request request = MPI_REQUEST_NULL;
     byte_buffer bytes; ///< k_posted_bytes of room
@@ -164,8 +169,8 @@ private:
   std::vector<byte_buffer> m_receive_pool;
 };
 
-void mpi_transport::net_send(place_id to, sealed_buffer&& buffer) {
-  const std::size_t size = buffer.bytes.size();
+void mpi_transport::isend_locked(place_id to, const std::byte* data, std::size_t size,
+                                 in_flight&& record) {
   MPI_Comm comm = m_comm;
   if (size > k_posted_bytes) { // announced first, on the stream of small messages
     byte_buffer announcement(sizeof(std::uint64_t));
@@ -180,11 +185,23 @@ void mpi_transport::net_send(place_id to, sealed_buffer&& buffer) {
     comm = m_big;
   }
   MPI_Request request;
-  check(MPI_Isend(buffer.bytes.data(), static_cast<int>(size), MPI_BYTE, static_cast<int>(to),
-                  k_tag, comm, &request),
+  check(MPI_Isend(data, static_cast<int>(size), MPI_BYTE, static_cast<int>(to), k_tag, comm,
+                  &request),
         "MPI_Isend");
   m_requests.push_back(request);
-  m_in_flight.push_back(in_flight{to, std::move(buffer.bytes)});
+  m_in_flight.push_back(std::move(record));
+}
+
+void mpi_transport::net_send(place_id to, sealed_buffer&& buffer) {
+  const std::byte* data = buffer.bytes.data();
+  const std::size_t size = buffer.bytes.size();
+  isend_locked(to, data, size, in_flight{to, std::move(buffer.bytes)});
+}
+
+void mpi_transport::net_send_framed(place_id to, std::vector<std::byte>&& framed) {
+  const std::byte* data = framed.data(); // a vector's storage stays put when it is moved
+  const std::size_t size = framed.size();
+  isend_locked(to, data, size, in_flight{to, byte_buffer{}, false, std::move(framed)});
 }
 
 void mpi_transport::net_complete_sends() {
@@ -200,6 +217,12 @@ void mpi_transport::net_complete_sends() {
   for (int k = 0; k < count; ++k) {
     in_flight& f = m_in_flight[static_cast<std::size_t>(m_done[static_cast<std::size_t>(k)])];
     if (f.announcement) continue; // its big message is the one that counts
+    if (!f.framed.empty()) {
+      const std::size_t bytes = f.framed.size();
+      recycle_framed(std::move(f.framed));
+      network_done(f.to, bytes);
+      continue;
+    }
     const std::size_t bytes = f.bytes.size();
     m_coalescer.recycle(f.to, std::move(f.bytes));
     network_done(f.to, bytes);

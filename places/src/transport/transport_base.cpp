@@ -1,6 +1,7 @@
 // Shared transport logic (see transport_base.hpp).
 #include "transport_base.hpp"
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -53,7 +54,18 @@ void transport_base::after_append(place_id to, bool sealed) {
     wait_for_room(to);
 }
 
-void transport_base::send_now(place_id to, std::span<const std::byte> message) {
+namespace {
+/// Messages from this size on leave send_now_framed() in their caller's vector: below it, a
+/// copy into a pooled buffer costs less than the vector's round trip through the pools.
+constexpr std::size_t k_adopt_bytes = std::size_t{4} * 1024;
+/// Vectors kept for send_now_framed() callers, and the largest capacity kept (memory bound).
+constexpr std::size_t k_framed_pool = 4;
+constexpr std::size_t k_framed_pool_max_capacity = std::size_t{1} << 20;
+} // namespace
+
+template <class TakeAlone>
+void transport_base::send_now_with(place_id to, std::span<const std::byte> message,
+                                   TakeAlone take_alone) {
   if (to >= m_places)
     throw_bad_destination(to, m_places);
   bool sent = false;
@@ -64,14 +76,10 @@ void transport_base::send_now(place_id to, std::span<const std::byte> message) {
     std::lock_guard net(m_net_lock);
     // relaxed: see m_in_flight (increments are made under the lock we hold).
     if (!has_deferred_locked() &&
-        m_in_flight.load(std::memory_order_relaxed) < m_options.max_outstanding_sends) {
-      if (std::optional<sealed_buffer> alone = m_coalescer.take_alone(to, message)) {
-        // Its completion is left to the next poll: testing sends now would cost a round of
-        // MPI progress on the latency path, and a small send completes at once anyway.
-        issue_locked(outgoing_buffer{to, std::move(*alone)});
-        sent = true;
-      }
-    }
+        m_in_flight.load(std::memory_order_relaxed) < m_options.max_outstanding_sends)
+      // Its completion is left to the next poll: testing sends now would cost a round of
+      // MPI progress on the latency path, and a small send completes at once anyway.
+      sent = take_alone();
   }
   if (!sent) {
     send(to, message);
@@ -79,6 +87,54 @@ void transport_base::send_now(place_id to, std::span<const std::byte> message) {
   }
   if (over_limits(to))
     wait_for_room(to);
+}
+
+void transport_base::send_now(place_id to, std::span<const std::byte> message) {
+  send_now_with(to, message, [&] {
+    std::optional<sealed_buffer> alone = m_coalescer.take_alone(to, message);
+    if (!alone) return false;
+    issue_locked(outgoing_buffer{to, std::move(*alone)});
+    return true;
+  });
+}
+
+void transport_base::send_now_framed(place_id to, std::vector<std::byte>& framed) {
+  const auto message = std::span<const std::byte>(framed).subspan(k_frame_header);
+  if (message.size() < k_adopt_bytes)
+    return send_now(to, message);
+  send_now_with(to, message, [&] {
+    if (!m_coalescer.claim_alone(to, message.size())) return false;
+    const auto length = static_cast<std::uint32_t>(message.size()); // claim_alone checked it
+    std::memcpy(framed.data(), &length, k_frame_header);
+    std::vector<std::byte> taken = std::move(framed);
+    framed.clear(); // moved-from: valid, now also known to be empty
+    if (!m_framed_pool.empty()) {
+      framed = std::move(m_framed_pool.back());
+      m_framed_pool.pop_back();
+    }
+    count_issue_locked(taken.size());
+    try {
+      net_send_framed(to, std::move(taken));
+    } catch (...) {
+      m_in_flight.fetch_sub(1, std::memory_order_relaxed); // it never left
+      throw;
+    }
+    return true;
+  });
+}
+
+void transport_base::net_send_framed(place_id to, std::vector<std::byte>&& framed) {
+  sealed_buffer copy{byte_buffer{framed.size()}, 1};
+  copy.bytes.append(framed.data(), framed.size());
+  recycle_framed(std::move(framed));
+  net_send(to, std::move(copy));
+}
+
+void transport_base::recycle_framed(std::vector<std::byte>&& framed) {
+  if (m_framed_pool.size() < k_framed_pool && framed.capacity() <= k_framed_pool_max_capacity) {
+    framed.clear();
+    m_framed_pool.push_back(std::move(framed));
+  }
 }
 
 bool transport_base::over_limits(place_id to) const noexcept {
@@ -191,16 +247,20 @@ void transport_base::issue_deferred_locked() {
   }
 }
 
-void transport_base::issue_locked(outgoing_buffer&& out) {
-  // Counted before net_send(): in the fake network the receiver may complete it (network_done)
-  // before net_send() returns, and the count must not dip below zero meanwhile.
+void transport_base::count_issue_locked(std::size_t bytes) {
   // relaxed: see m_in_flight.
   const std::size_t in_flight = m_in_flight.fetch_add(1, std::memory_order_relaxed) + 1;
   // relaxed: a statistic; single writer (under m_net_lock).
   if (in_flight > m_peak_in_flight.load(std::memory_order_relaxed))
     m_peak_in_flight.store(in_flight, std::memory_order_relaxed);
   bump(m_mpi_sent);
-  bump(m_bytes_sent, out.buffer.bytes.size());
+  bump(m_bytes_sent, bytes);
+}
+
+void transport_base::issue_locked(outgoing_buffer&& out) {
+  // Counted before net_send(): in the fake network the receiver may complete it (network_done)
+  // before net_send() returns, and the count must not dip below zero meanwhile.
+  count_issue_locked(out.buffer.bytes.size());
   try {
     net_send(out.to, std::move(out.buffer));
   } catch (...) {

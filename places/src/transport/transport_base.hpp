@@ -42,6 +42,7 @@ public:
   void send_written(place_id to, std::size_t size, message_writer write,
                     const void* context) override;
   void send_now(place_id to, std::span<const std::byte> message) override;
+  void send_now_framed(place_id to, std::vector<std::byte>& framed) override;
   void flush() override;
   void set_coalescing(bool on) override { m_coalescer.set_coalescing(on); }
   std::size_t poll() override;
@@ -66,6 +67,11 @@ protected:
   /// @brief Hands one sealed buffer to the network. pre: to != here(); m_net_lock held.
   /// The implementation calls m_coalescer.complete(to, size) once the network is done with it.
   virtual void net_send(place_id to, sealed_buffer&& buffer) = 0;
+  /// @brief Hands one framed message (its length prefix written) to the network, as net_send()
+  /// a buffer of one frame; the network owns the vector until the send completes, then calls
+  /// network_done() and recycle_framed(). This default copies it into a buffer for net_send().
+  /// pre: to != here(); m_net_lock held.
+  virtual void net_send_framed(place_id to, std::vector<std::byte>&& framed);
   /// @brief Completes finished sends (complete + recycle). pre: m_net_lock held.
   virtual void net_complete_sends() = 0;
   /// @brief Takes network messages that arrived and passes each to accept().
@@ -81,6 +87,10 @@ protected:
   /// given (its send completed): releases its bytes and its place under max_outstanding_sends.
   /// Exactly once per net_send(). Any thread.
   void network_done(place_id to, std::size_t bytes) noexcept;
+
+  /// @brief Keeps a vector that net_send_framed() was given, once its send completed, for a
+  /// later send_now_framed() to give its caller in exchange. pre: m_net_lock held.
+  void recycle_framed(std::vector<std::byte>&& framed);
 
   /// @brief True if sealed buffers wait for room under max_outstanding_sends.
   /// pre: m_net_lock held.
@@ -109,6 +119,11 @@ private:
   /// send()'s and send_written()'s end: hands a sealed buffer over, applies back-pressure.
   void after_append(place_id to, bool sealed);
   void issue_locked(outgoing_buffer&& out);
+  void count_issue_locked(std::size_t bytes);
+  /// send_now()'s and send_now_framed()'s common part: `take_alone` tries to hand the message
+  /// to the network alone (under m_net_lock); if it cannot, the message is appended and flushed.
+  template <class TakeAlone>
+  void send_now_with(place_id to, std::span<const std::byte> message, TakeAlone take_alone);
   bool try_progress_sends();
   bool over_limits(place_id to) const noexcept;
   void wait_for_room(place_id to);
@@ -131,6 +146,8 @@ private:
   /// with a head index, as m_pending.
   std::vector<outgoing_buffer> m_deferred;
   std::size_t m_deferred_head = 0;
+  /// Vectors of completed net_send_framed() sends, given back to send_now_framed() callers.
+  std::vector<std::vector<std::byte>> m_framed_pool;
 
   // Poll owner only.
   // Received, not yet delivered, in arrival order: m_pending[m_pending_head..]. A vector with a

@@ -36,8 +36,6 @@
 
 namespace apgas::detail {
 
-/// @brief Bytes of the length prefix of each frame.
-inline constexpr std::size_t k_frame_header = sizeof(std::uint32_t);
 /// @brief Largest logical message: a network message holding it must fit MPI's int count.
 inline constexpr std::size_t k_max_message_bytes = 0x7fffffffu - k_frame_header;
 
@@ -137,6 +135,13 @@ public:
   /// calls it under its network lock, which collect() also needs).
   /// Throws std::length_error as append().
   std::optional<sealed_buffer> take_alone(place_id to, std::span<const std::byte> message);
+
+  /// @brief take_alone() for a frame the caller already holds whole (transport::send_now_framed):
+  /// if nothing is buffered or sealed for `to`, counts a frame of `message_bytes` as appended
+  /// and outstanding, and returns true; the caller hands it to the network at once and calls
+  /// complete() when the send completes. Otherwise returns false and counts nothing.
+  /// Throws std::length_error as append().
+  bool claim_alone(place_id to, std::size_t message_bytes);
 
   /// @brief Coalescing on or off for later appends (see transport::set_coalescing).
   void set_coalescing(bool on) noexcept {

@@ -161,21 +161,24 @@ public:
   /// Send it with finish_at; record_send is not called for it.
   std::vector<std::byte>& start_rpc(rpc_invoker inv, reply_sink* sink);
   /// @brief Sends a message begun by start_at or start_rpc at once (somebody waits for its
-  /// answer).
+  /// answer). The transport may take `bytes` and leave another vector there.
   /// pre: record_send was called.
-  void finish_at(place_id to, const std::vector<std::byte>& bytes);
+  void finish_at(place_id to, std::vector<std::byte>& bytes);
   /// @brief Sends the value (or the error text) of an `at` body back.
   void send_reply(reply_address to, bool ok, std::span<const std::byte> payload);
-  /// @brief Writes the head of a reply to `to` into `out` (empty); the value's bytes are then
-  /// appended to it and finish_reply sends it: the value is serialized once, in place.
+  /// @brief Writes the head of a reply to `to` into `out`, after room for the frame header
+  /// (whatever `out` held is dropped); the value's bytes are then appended to it and
+  /// finish_reply sends it: the value is serialized once, in place.
   /// @return where the ok flag is (finish_reply sets it).
   static std::size_t start_reply(std::vector<std::byte>& out, reply_address to);
-  /// @brief This thread's buffer for an outgoing message, emptied (saves a malloc per remote
-  /// activity or reply). Use it between two suspension points only: from start_async,
-  /// start_at or start_reply to the matching finish_* (the transport copies the message).
-  static std::vector<std::byte>& message_buffer() noexcept;
+  /// @brief This thread's buffer for an outgoing message (saves a malloc per remote activity
+  /// or reply), holding only k_frame_header bytes of room for the transport's frame header:
+  /// the message is what follows them. Use it between two suspension points only: from
+  /// start_async, start_at or start_reply to the matching send (which copies the message, or
+  /// takes the vector and leaves another in its place: transport::send_now_framed).
+  static std::vector<std::byte>& message_buffer();
   /// @brief Sends a reply begun by start_reply. If !ok, the bytes after the flag are the
-  /// error text.
+  /// error text. The transport may take `out` and leave another vector there.
   void finish_reply(place_id to, std::vector<std::byte>& out, std::size_t ok_at, bool ok);
   /// @brief Resumes an activity that waited for an external event.
   void resume(promise_base& p) { m_sched.inject(as_independent(&p)); }

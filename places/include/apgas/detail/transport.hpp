@@ -22,6 +22,10 @@ namespace apgas::detail {
 /// @brief Index of a place (an MPI rank of the runtime's communicator).
 using place_id = std::uint32_t;
 
+/// @brief Bytes of the length prefix of each frame (a logical message inside a network
+/// message). send_now_framed() takes messages written behind room for it.
+inline constexpr std::size_t k_frame_header = sizeof(std::uint32_t);
+
 /// @brief Tuning knobs of a transport.
 struct transport_options {
   /// @brief Coalescing buffer per destination; a buffer leaves when it reaches this size.
@@ -117,6 +121,15 @@ public:
   virtual void send_now(place_id to, std::span<const std::byte> message) {
     send(to, message);
     flush();
+  }
+
+  /// @brief send_now() of the message framed[k_frame_header..]: the first k_frame_header bytes
+  /// are room for the transport's frame header (their value does not matter). A transport may
+  /// take `framed` itself, without copying the message, and leave another vector in its place
+  /// (empty, of any capacity): a big `at` argument or value is then copied once less on each
+  /// side. pre: framed.size() >= k_frame_header. Same exceptions as send().
+  virtual void send_now_framed(place_id to, std::vector<std::byte>& framed) {
+    send_now(to, std::span<const std::byte>(framed).subspan(k_frame_header));
   }
 
   /// @brief Turns coalescing on or off for the messages sent from now on (transport_options::
