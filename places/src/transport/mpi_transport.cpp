@@ -129,7 +129,7 @@ public:
 
 protected:
   void net_send(place_id to, sealed_buffer&& buffer) override;
-  void net_send_framed(place_id to, std::vector<std::byte>&& framed) override;
+  bool net_send_framed(place_id to, std::vector<std::byte>& framed) override;
   void net_complete_sends() override;
   void net_receive() override;
   void net_release(received&& message) override;
@@ -198,10 +198,32 @@ void mpi_transport::net_send(place_id to, sealed_buffer&& buffer) {
   isend_locked(to, data, size, in_flight{to, std::move(buffer.bytes)});
 }
 
-void mpi_transport::net_send_framed(place_id to, std::vector<std::byte>&& framed) {
-  const std::byte* data = framed.data(); // a vector's storage stays put when it is moved
+bool mpi_transport::net_send_framed(place_id to, std::vector<std::byte>& framed) {
   const std::size_t size = framed.size();
+  if (size <= k_posted_bytes) {
+    MPI_Request request;
+    check(MPI_Isend(framed.data(), static_cast<int>(size), MPI_BYTE, static_cast<int>(to), k_tag,
+                    m_comm, &request),
+          "MPI_Isend");
+    // A small message usually leaves at once (Open MPI's eager "send inline" returns a request
+    // that is already complete): then it needs no record, no buffer of its own, and no
+    // completion test at a later poll. A test of a complete request makes no MPI progress.
+    int done = 0;
+    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done != 0) {
+      count_sent_locked(size);
+      m_coalescer.complete(to, size);
+      return true;
+    }
+    count_issue_locked(size);
+    m_requests.push_back(request);
+    m_in_flight.push_back(in_flight{to, byte_buffer{}, false, std::move(framed)});
+    return false;
+  }
+  const std::byte* data = framed.data(); // a vector's storage stays put when it is moved
   isend_locked(to, data, size, in_flight{to, byte_buffer{}, false, std::move(framed)});
+  count_issue_locked(size); // after: only net_complete_sends, under our lock, completes it
+  return false;
 }
 
 void mpi_transport::net_complete_sends() {

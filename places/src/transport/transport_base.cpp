@@ -55,9 +55,6 @@ void transport_base::after_append(place_id to, bool sealed) {
 }
 
 namespace {
-/// Messages from this size on leave send_now_framed() in their caller's vector: below it, a
-/// copy into a pooled buffer costs less than the vector's round trip through the pools.
-constexpr std::size_t k_adopt_bytes = std::size_t{4} * 1024;
 /// Vectors kept for send_now_framed() callers, and the largest capacity kept (memory bound).
 constexpr std::size_t k_framed_pool = 4;
 constexpr std::size_t k_framed_pool_max_capacity = std::size_t{1} << 20;
@@ -100,34 +97,26 @@ void transport_base::send_now(place_id to, std::span<const std::byte> message) {
 
 void transport_base::send_now_framed(place_id to, std::vector<std::byte>& framed) {
   const auto message = std::span<const std::byte>(framed).subspan(k_frame_header);
-  if (message.size() < k_adopt_bytes)
-    return send_now(to, message);
   send_now_with(to, message, [&] {
     if (!m_coalescer.claim_alone(to, message.size())) return false;
     const auto length = static_cast<std::uint32_t>(message.size()); // claim_alone checked it
     std::memcpy(framed.data(), &length, k_frame_header);
-    std::vector<std::byte> taken = std::move(framed);
-    framed.clear(); // moved-from: valid, now also known to be empty
-    if (!m_framed_pool.empty()) {
-      framed = std::move(m_framed_pool.back());
-      m_framed_pool.pop_back();
-    }
-    count_issue_locked(taken.size());
-    try {
-      net_send_framed(to, std::move(taken));
-    } catch (...) {
-      m_in_flight.fetch_sub(1, std::memory_order_relaxed); // it never left
-      throw;
+    if (!net_send_framed(to, framed)) { // the network keeps the vector: give the caller another
+      framed.clear(); // moved from: valid, now also known to be empty
+      if (!m_framed_pool.empty()) {
+        framed = std::move(m_framed_pool.back());
+        m_framed_pool.pop_back();
+      }
     }
     return true;
   });
 }
 
-void transport_base::net_send_framed(place_id to, std::vector<std::byte>&& framed) {
+bool transport_base::net_send_framed(place_id to, std::vector<std::byte>& framed) {
   sealed_buffer copy{byte_buffer{framed.size()}, 1};
   copy.bytes.append(framed.data(), framed.size());
-  recycle_framed(std::move(framed));
-  net_send(to, std::move(copy));
+  issue_locked(outgoing_buffer{to, std::move(copy)});
+  return true;
 }
 
 void transport_base::recycle_framed(std::vector<std::byte>&& framed) {
@@ -253,6 +242,10 @@ void transport_base::count_issue_locked(std::size_t bytes) {
   // relaxed: a statistic; single writer (under m_net_lock).
   if (in_flight > m_peak_in_flight.load(std::memory_order_relaxed))
     m_peak_in_flight.store(in_flight, std::memory_order_relaxed);
+  count_sent_locked(bytes);
+}
+
+void transport_base::count_sent_locked(std::size_t bytes) noexcept {
   bump(m_mpi_sent);
   bump(m_bytes_sent, bytes);
 }

@@ -68,10 +68,15 @@ protected:
   /// The implementation calls m_coalescer.complete(to, size) once the network is done with it.
   virtual void net_send(place_id to, sealed_buffer&& buffer) = 0;
   /// @brief Hands one framed message (its length prefix written) to the network, as net_send()
-  /// a buffer of one frame; the network owns the vector until the send completes, then calls
-  /// network_done() and recycle_framed(). This default copies it into a buffer for net_send().
+  /// a buffer of one frame, its bytes already counted as appended (coalescer::claim_alone).
+  /// @return true if the vector is the caller's again: the network copied it or is done with
+  /// it (a send that completed at once), and counted that (count_sent_locked and
+  /// m_coalescer.complete, or the accounting of net_send). false if the network moved it out
+  /// and keeps it until the send completes: it counted the send in flight
+  /// (count_issue_locked) and will call network_done() and recycle_framed(). This default
+  /// copies it into a buffer and issues that as a sealed buffer.
   /// pre: to != here(); m_net_lock held.
-  virtual void net_send_framed(place_id to, std::vector<std::byte>&& framed);
+  virtual bool net_send_framed(place_id to, std::vector<std::byte>& framed);
   /// @brief Completes finished sends (complete + recycle). pre: m_net_lock held.
   virtual void net_complete_sends() = 0;
   /// @brief Takes network messages that arrived and passes each to accept().
@@ -87,6 +92,13 @@ protected:
   /// given (its send completed): releases its bytes and its place under max_outstanding_sends.
   /// Exactly once per net_send(). Any thread.
   void network_done(place_id to, std::size_t bytes) noexcept;
+
+  /// @brief Counts a network message handed to the network (statistics, and one more in
+  /// flight under max_outstanding_sends until network_done()). pre: m_net_lock held.
+  void count_issue_locked(std::size_t bytes);
+  /// @brief Counts a network message sent (statistics only: for one that completed at once,
+  /// never in flight). pre: m_net_lock held.
+  void count_sent_locked(std::size_t bytes) noexcept;
 
   /// @brief Keeps a vector that net_send_framed() was given, once its send completed, for a
   /// later send_now_framed() to give its caller in exchange. pre: m_net_lock held.
@@ -119,7 +131,6 @@ private:
   /// send()'s and send_written()'s end: hands a sealed buffer over, applies back-pressure.
   void after_append(place_id to, bool sealed);
   void issue_locked(outgoing_buffer&& out);
-  void count_issue_locked(std::size_t bytes);
   /// send_now()'s and send_now_framed()'s common part: `take_alone` tries to hand the message
   /// to the network alone (under m_net_lock); if it cannot, the message is appended and flushed.
   template <class TakeAlone>

@@ -124,10 +124,11 @@ public:
   }
 
   /// @brief send_now() of the message framed[k_frame_header..]: the first k_frame_header bytes
-  /// are room for the transport's frame header (their value does not matter). A transport may
-  /// take `framed` itself, without copying the message, and leave another vector in its place
-  /// (empty, of any capacity): a big `at` argument or value is then copied once less on each
-  /// side. pre: framed.size() >= k_frame_header. Same exceptions as send().
+  /// are room for the transport's frame header (their value does not matter). The message
+  /// then leaves from `framed` itself, without a copy, when nothing is buffered for `to`. A
+  /// transport that must keep the bytes until its send completes (a big message) takes the
+  /// vector and leaves another in its place (empty, of any capacity). pre: framed.size() >=
+  /// k_frame_header. Same exceptions as send().
   virtual void send_now_framed(place_id to, std::vector<std::byte>& framed) {
     send_now(to, std::span<const std::byte>(framed).subspan(k_frame_header));
   }
