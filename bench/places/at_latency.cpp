@@ -3,11 +3,14 @@
 //
 //   mpiexec -n 2 ... bench_at_latency [--iters N] [--warmup W] [--sizes 8,1024,65536]
 //                                     [--raw-phase before|between] [--mpi-thread serialized|multiple]
-//                                     [--target 1.5] [--watchdog-s 300]
+//                                     [--target 1.5] [--watchdog-s 300] [--rounds 5]
 //                                     [runtime flags: --threads N --coalesce yes|no --flush-us N ...]
 //
 // Both sides move the payload both ways: the ping-pong echoes the buffer, the `at` body returns
 // the vector it was given. Every echo is checked (outside the timed part).
+//
+// --rounds R (default 5): raw ping-pongs and `at` round trips take turns R times, a new
+// runtime each round, iters/R iterations each time (the machine's speed drifts).
 //
 // --raw-phase before (default): the ping-pong runs before the runtime exists (see common.hpp:
 // the runtime's idle workers use MPI at any time, so a concurrent MPI call from main is illegal
@@ -132,7 +135,12 @@ int main(int argc, char** argv) {
   const std::string mpi_thread = f.get<std::string>("--mpi-thread", "serialized");
   const double target = f.get("--target", 1.5);
   const double watchdog_s = f.get("--watchdog-s", 300.0);
+  const int rounds = f.get("--rounds", 5);
   f.done();
+  if (rounds < 1 || iters < rounds) {
+    std::fprintf(stderr, "--rounds must be at least 1 and at most --iters\n");
+    return 2;
+  }
   if ((raw_phase != "before" && raw_phase != "between") ||
       (mpi_thread != "serialized" && mpi_thread != "multiple")) {
     std::fprintf(stderr, "--raw-phase before|between, --mpi-thread serialized|multiple\n");
@@ -142,27 +150,46 @@ int main(int argc, char** argv) {
                              mpi_thread == "multiple" ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED);
   if (world_size() < 2) fail("needs at least 2 MPI ranks (mpiexec -n 2)");
 
+  // Rounds: raw ping-pongs, then a runtime and its `at` round trips, R times, each with
+  // iters/R iterations (after its own warm-up). The machine's speed drifts over seconds (this
+  // VM's cores more than most); taking turns puts both sides in the same conditions.
+  const int per_round = iters / rounds;
   std::vector<std::vector<double>> raw(sizes.size());
-  if (raw_phase == "before")
-    for (std::size_t k = 0; k < sizes.size(); ++k) raw[k] = raw_ping_pong(sizes[k], iters, warmup);
-
-  apgas::runtime rt(opts);
-  watchdog dog(rt, watchdog_s);
   std::vector<at_samples> at(sizes.size());
-  for (std::size_t k = 0; k < sizes.size(); ++k) {
-    watchdog::phase() = "at round trips";
-    at[k] = at_round_trips(rt, sizes[k], iters, warmup);
-    watchdog::phase() = "between runs";
-    // Between runs: every place's main thread is out of run() (place 0 may be a little ahead,
-    // which blocking MPI calls tolerate), but the workers still poll MPI.
-    if (raw_phase == "between") raw[k] = raw_ping_pong(sizes[k], iters, warmup);
+  apgas::place_id here = 0;
+  std::string description;
+  const auto append = [](std::vector<double>& to, const std::vector<double>& from) {
+    to.insert(to.end(), from.begin(), from.end());
+  };
+  for (int round = 0; round < rounds; ++round) {
+    if (raw_phase == "before")
+      for (std::size_t k = 0; k < sizes.size(); ++k)
+        append(raw[k], raw_ping_pong(sizes[k], per_round, warmup));
+    apgas::runtime rt(opts); // leaves MPI initialised: init_mpi's, not its own
+    watchdog dog(rt, watchdog_s);
+    here = rt.here();
+    description = describe(rt, level);
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      watchdog::phase() = "at round trips";
+      const at_samples s = at_round_trips(rt, sizes[k], per_round, warmup);
+      append(at[k].seconds, s.seconds);
+      at[k].logical_per_rt += s.logical_per_rt / rounds;
+      at[k].mpi_per_rt += s.mpi_per_rt / rounds;
+      watchdog::phase() = "between runs";
+      // Between runs: every place's main thread is out of run() (place 0 may be a little
+      // ahead, which blocking MPI calls tolerate), but the workers still poll MPI.
+      if (raw_phase == "between") append(raw[k], raw_ping_pong(sizes[k], per_round, warmup));
+    }
   }
 
-  if (rt.here() == 0) {
+  if (here == 0) {
     fmt::print("bench_at_latency: at(1, echo) round trip against MPI_Send/MPI_Recv ping-pong\n");
-    fmt::print("  {}\n", describe(rt, level));
-    fmt::print("  {} iterations after {} warm-up per size; raw MPI measured {}\n\n", iters, warmup,
-               raw_phase == "before" ? "before the runtime was created" : "between run() calls");
+    fmt::print("  {}\n", description);
+    fmt::print("  {} iterations per size in {} rounds (each after {} warm-up); raw MPI measured "
+               "{}\n\n",
+               per_round * rounds, rounds, warmup,
+               raw_phase == "before" ? "before each round's runtime was created"
+                                     : "between run() calls");
     fmt::print("| payload | raw median us | raw p90 us | at median us | at p90 us | ratio median | "
                "ratio p90 | msgs/at (MPI) |\n");
     fmt::print("|---:|---:|---:|---:|---:|---:|---:|---:|\n");

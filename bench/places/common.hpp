@@ -22,6 +22,7 @@
 #include <atomic>
 #include <charconv>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <chrono>
@@ -49,6 +50,13 @@ inline int init_mpi(int& argc, char**& argv, int level = MPI_THREAD_SERIALIZED) 
     std::fprintf(stderr, "MPI_Init_thread failed\n");
     std::exit(2);
   }
+  // Ours to finalise (a runtime leaves an MPI it did not initialise alone). At exit: after
+  // main's runtime is gone.
+  std::atexit([] {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized == 0) MPI_Finalize();
+  });
   return provided;
 }
 

@@ -10,10 +10,17 @@
 
 namespace apgas {
 
-/// MPI_Init_thread .. MPI_Finalize, and the transport that owns the communicator.
+/// MPI_Init_thread .. MPI_Finalize, if the program had not initialised MPI itself: an MPI
+/// program that starts the runtime inside its own MPI session keeps it (and may start another
+/// runtime later), as with any library that uses MPI without owning it.
 struct runtime::mpi_session {
-  explicit mpi_session(int* argc, char*** argv) { detail::mpi_init(argc, argv); }
-  ~mpi_session() { detail::mpi_finalize(); }
+  explicit mpi_session(int* argc, char*** argv) : m_owned(!detail::mpi_initialized()) {
+    detail::mpi_init(argc, argv);
+  }
+  ~mpi_session() {
+    if (m_owned) detail::mpi_finalize();
+  }
+  bool m_owned;
 };
 
 namespace {

@@ -29,7 +29,8 @@ namespace apgas {
 class runtime {
 public:
   /// @brief Starts this place: reads APGAS_* variables and consumes the runtime's flags from
-  /// argv; initialises MPI when launched by mpirun (checking the thread level it gets).
+  /// argv; initialises MPI when launched by mpirun (checking the thread level it gets), or
+  /// uses the MPI the program already initialised.
   /// @throws usage_error on a bad flag; std::runtime_error if MPI cannot be used.
   runtime(int& argc, char** argv);
   /// @brief Starts this place with the given options (MPI when launched by mpirun).
@@ -37,7 +38,8 @@ public:
   runtime(const runtime&) = delete;
   runtime& operator=(const runtime&) = delete;
   /// Collective: waits for every place, stops the workers, prints statistics if asked,
-  /// finalises MPI.
+  /// finalises MPI if the runtime initialised it (a program that called MPI_Init itself
+  /// finalises it itself, and may create another runtime meanwhile).
   ~runtime();
 
   /// @brief Collective. Place 0 runs `main` (a task<T>, or a callable returning one) as the

@@ -480,6 +480,8 @@ mpi_thread_level mpi_init(int* argc, char*** argv, mpi_thread_level requested) {
   return level;
 }
 
+bool mpi_initialized() noexcept { return mpi_is_initialized() && !mpi_is_finalized(); }
+
 void mpi_finalize() {
   // acquire: see g_live_transports.
   if (g_live_transports.load(std::memory_order_acquire) != 0)

@@ -24,6 +24,9 @@ const char* to_string(mpi_thread_level level) noexcept;
 mpi_thread_level mpi_init(int* argc, char*** argv,
                           mpi_thread_level requested = mpi_thread_level::serialized);
 
+/// @brief True if MPI is initialised and not yet finalised (by anyone).
+bool mpi_initialized() noexcept;
+
 /// @brief Finalises MPI if it is initialised and not yet finalised.
 /// Throws std::logic_error if an MPI transport still exists.
 void mpi_finalize();
