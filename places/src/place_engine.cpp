@@ -327,10 +327,13 @@ auto pack_head(const T&... fields) {
   return head;
 }
 
+/// Makes `out` room for the transport's frame header followed by `fields`, packed: one resize
+/// (which shrinks a reused buffer, without a fill) and one copy.
 template <class... T>
-void put_head(std::vector<std::byte>& out, const T&... fields) {
+void start_framed(std::vector<std::byte>& out, const T&... fields) {
   const auto head = pack_head(fields...);
-  out.insert(out.end(), head.begin(), head.end());
+  out.resize(k_frame_header + head.size());
+  std::memcpy(out.data() + k_frame_header, head.data(), head.size());
 }
 
 /// The head of an activity message (see start_message).
@@ -349,9 +352,8 @@ std::vector<std::byte>& place_engine::start_message(msg_kind kind, finish_state&
                                                     const void* code, const Extra&... extra) {
   std::vector<std::byte>& bytes = message_buffer();
   const finish_id id = send_id_of(f);
-  const auto head = activity_head(kind, id, code_offset(code));
-  bytes.insert(bytes.end(), head.begin(), head.end());
-  if constexpr (sizeof...(Extra) > 0) put_head(bytes, extra...);
+  start_framed(bytes, static_cast<std::uint8_t>(kind), id.home, id.serial, code_offset(code),
+               extra...);
   return bytes;
 }
 
@@ -401,9 +403,9 @@ std::vector<std::byte>& place_engine::start_at(finish_state& f, at_invoker inv,
 
 std::vector<std::byte>& place_engine::start_rpc(rpc_invoker inv, reply_sink* sink) {
   std::vector<std::byte>& bytes = message_buffer();
-  put_head(bytes, static_cast<std::uint8_t>(msg_kind::rpc),
-           code_offset(reinterpret_cast<const void*>(inv)),
-           static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(sink)));
+  start_framed(bytes, static_cast<std::uint8_t>(msg_kind::rpc),
+               code_offset(reinterpret_cast<const void*>(inv)),
+               static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(sink)));
   return bytes;
 }
 
@@ -413,20 +415,21 @@ void place_engine::finish_at(place_id to, std::vector<std::byte>& bytes) {
   m_net->send_now_framed(to, bytes); // somebody waits for the answer: latency before coalescing
 }
 
-std::vector<std::byte>& place_engine::message_buffer() {
+std::vector<std::byte>& place_engine::message_buffer() noexcept {
   thread_local std::vector<std::byte> bytes;
-  bytes.resize(k_frame_header); // may allocate: the transport may have taken the last one
   return bytes;
 }
 
+namespace {
+/// Frame header, kind, token, ok flag (see start_reply).
+constexpr std::size_t k_reply_head_bytes = k_frame_header + 1 + sizeof(std::uint64_t) + 1;
+} // namespace
+
 std::size_t place_engine::start_reply(std::vector<std::byte>& out, reply_address to) {
-  out.resize(k_frame_header);
-  byte_writer w(out);
-  put(w, static_cast<std::uint8_t>(msg_kind::reply));
-  put(w, to.token);
-  const std::size_t ok_at = out.size();
-  put(w, static_cast<std::uint8_t>(1));
-  return ok_at;
+  static_assert(std::is_same_v<decltype(to.token), std::uint64_t>, "see k_reply_head_bytes");
+  start_framed(out, static_cast<std::uint8_t>(msg_kind::reply), to.token,
+               static_cast<std::uint8_t>(1));
+  return out.size() - 1; // the ok flag, last
 }
 
 void place_engine::finish_reply(place_id to, std::vector<std::byte>& out, std::size_t ok_at,
@@ -438,6 +441,7 @@ void place_engine::finish_reply(place_id to, std::vector<std::byte>& out, std::s
 
 void place_engine::send_reply(reply_address to, bool ok, std::span<const std::byte> payload) {
   std::vector<std::byte> bytes;
+  bytes.reserve(k_reply_head_bytes + payload.size()); // (also spares GCC a false warning)
   const std::size_t ok_at = start_reply(bytes, to);
   bytes.insert(bytes.end(), payload.begin(), payload.end());
   finish_reply(to.place, bytes, ok_at, ok);

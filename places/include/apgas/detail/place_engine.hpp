@@ -172,11 +172,12 @@ public:
   /// @return where the ok flag is (finish_reply sets it).
   static std::size_t start_reply(std::vector<std::byte>& out, reply_address to);
   /// @brief This thread's buffer for an outgoing message (saves a malloc per remote activity
-  /// or reply), holding only k_frame_header bytes of room for the transport's frame header:
-  /// the message is what follows them. Use it between two suspension points only: from
-  /// start_async, start_at or start_reply to the matching send (which copies the message, or
-  /// takes the vector and leaves another in its place: transport::send_now_framed).
-  static std::vector<std::byte>& message_buffer();
+  /// or reply). Its contents are left over: start_async, start_at, start_rpc and start_reply
+  /// reset it to k_frame_header bytes of room for the transport's frame header followed by
+  /// the message's head. Use it between two suspension points only: from a start_* to the
+  /// matching send (which copies the message, or takes the vector and leaves another in its
+  /// place: transport::send_now_framed).
+  static std::vector<std::byte>& message_buffer() noexcept;
   /// @brief Sends a reply begun by start_reply. If !ok, the bytes after the flag are the
   /// error text. The transport may take `out` and leave another vector there.
   void finish_reply(place_id to, std::vector<std::byte>& out, std::size_t ok_at, bool ok);
