@@ -207,7 +207,8 @@ bool mpi_transport::net_send_framed(place_id to, std::vector<std::byte>& framed)
           "MPI_Isend");
     // A small message usually leaves at once (Open MPI's eager "send inline" returns a request
     // that is already complete): then it needs no record, no buffer of its own, and no
-    // completion test at a later poll. A test of a complete request makes no MPI progress.
+    // completion test at a later poll. A test of a complete request makes no MPI progress
+    // (one of an incomplete one makes a round, which is rare here: a full shared-memory queue).
     int done = 0;
     check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
     if (done != 0) {

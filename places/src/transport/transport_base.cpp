@@ -74,8 +74,6 @@ void transport_base::send_now_with(place_id to, std::span<const std::byte> messa
     // relaxed: see m_in_flight (increments are made under the lock we hold).
     if (!has_deferred_locked() &&
         m_in_flight.load(std::memory_order_relaxed) < m_options.max_outstanding_sends)
-      // Its completion is left to the next poll: testing sends now would cost a round of
-      // MPI progress on the latency path, and a small send completes at once anyway.
       sent = take_alone();
   }
   if (!sent) {
@@ -90,6 +88,8 @@ void transport_base::send_now(place_id to, std::span<const std::byte> message) {
   send_now_with(to, message, [&] {
     std::optional<sealed_buffer> alone = m_coalescer.take_alone(to, message);
     if (!alone) return false;
+    // Its completion is left to the next poll: testing an incomplete send costs a round of
+    // MPI progress on the latency path (net_send_framed tests, as it may spare the record).
     issue_locked(outgoing_buffer{to, std::move(*alone)});
     return true;
   });
