@@ -148,16 +148,16 @@ void coalescer::seal_locked(slot& s) {
 }
 
 template <class Fill>
-bool coalescer::append_frame_locked(place_id to, std::size_t size, Fill fill) {
+coalescer::appended_to coalescer::append_frame_locked(place_id to, std::size_t size, Fill fill) {
   if (size > k_max_message_bytes)
     throw_too_long(size);
   const std::size_t frame_bytes = k_frame_header + size;
   slot& s = m_slots[to];
-  bool sealed = false;
+  appended_to result;
   std::lock_guard lock(s.lock);
   if (!s.current.empty() && s.current.size() + frame_bytes > m_options.buffer_bytes) {
     seal_locked(s); // the new frame would overflow: the full buffer leaves first
-    sealed = true;
+    result.sealed = true;
   }
   // relaxed: see set_coalescing (read once: a buffer is started and sealed the same way).
   const bool coalesce = m_coalesce.load(std::memory_order_relaxed);
@@ -166,20 +166,22 @@ bool coalescer::append_frame_locked(place_id to, std::size_t size, Fill fill) {
   fill(start_frame(s.current, size));
   ++s.current_messages;
   s.count_appended(frame_bytes);
+  // What slot::outstanding() computes, with the count we just wrote (we hold the lock).
+  result.over_bytes = s.outstanding() > m_options.max_outstanding_bytes;
   if (!coalesce || s.current.size() >= m_options.buffer_bytes) {
     seal_locked(s);
-    sealed = true;
+    result.sealed = true;
   }
-  return sealed;
+  return result;
 }
 
-bool coalescer::append(place_id to, std::span<const std::byte> message) {
+coalescer::appended_to coalescer::append(place_id to, std::span<const std::byte> message) {
   return append_frame_locked(to, message.size(), [message](std::byte* at) {
     if (!message.empty()) std::memcpy(at, message.data(), message.size());
   });
 }
 
-bool coalescer::append_written(place_id to, std::size_t size,
+coalescer::appended_to coalescer::append_written(place_id to, std::size_t size,
                                void (*write)(std::byte* at, const void* context) noexcept,
                                const void* context) {
   return append_frame_locked(to, size, [write, context](std::byte* at) { write(at, context); });

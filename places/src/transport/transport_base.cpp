@@ -45,12 +45,14 @@ void transport_base::send_written(place_id to, std::size_t size, message_writer 
   after_append(to, m_coalescer.append_written(to, size, write, context));
 }
 
-void transport_base::after_append(place_id to, bool sealed) {
+void transport_base::after_append(place_id to, coalescer::appended_to appended) {
   // A full buffer leaves at once if the network is free; otherwise the current holder of the
   // network lock, or the next poll, sends it (never block a sender on the network).
-  if (sealed)
+  if (appended.sealed)
     try_progress_sends();
-  if (over_limits(to))
+  // The bytes limit is checked at every append (the coalescer did, under its lock); the count
+  // of network messages grows only when a buffer is sealed, so it is checked then.
+  if (appended.over_bytes || (appended.sealed && over_limits(to)))
     wait_for_room(to);
 }
 

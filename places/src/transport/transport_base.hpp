@@ -129,7 +129,7 @@ protected:
 private:
   void drain_locked(coalescer::seal_mode mode);
   /// send()'s and send_written()'s end: hands a sealed buffer over, applies back-pressure.
-  void after_append(place_id to, bool sealed);
+  void after_append(place_id to, coalescer::appended_to appended);
   void issue_locked(outgoing_buffer&& out);
   /// send_now()'s and send_now_framed()'s common part: `take_alone` tries to hand the message
   /// to the network alone (under m_net_lock); if it cannot, the message is appended and flushed.

@@ -116,16 +116,20 @@ public:
   coalescer(const coalescer&) = delete;
   coalescer& operator=(const coalescer&) = delete;
 
+  /// @brief What an append did, for the caller's back-pressure.
+  struct appended_to {
+    bool sealed = false;     ///< a buffer was sealed (the caller may want to collect soon)
+    bool over_bytes = false; ///< `to` has more than max_outstanding_bytes outstanding now
+  };
   /// @brief Appends a framed copy of `message` to the buffer of `to`; seals the buffer when it
   /// is full (or always, without coalescing). pre: to < destinations().
   /// Throws std::length_error if message.size() > k_max_message_bytes.
-  /// @return true if a buffer was sealed (the caller may want to collect soon).
-  bool append(place_id to, std::span<const std::byte> message);
+  appended_to append(place_id to, std::span<const std::byte> message);
   /// @brief Like append(), for a message of `size` bytes that `write(at, context)` writes in
   /// place, under the buffer's lock (it must not throw nor call the coalescer).
-  bool append_written(place_id to, std::size_t size,
-                      void (*write)(std::byte* at, const void* context) noexcept,
-                      const void* context);
+  appended_to append_written(place_id to, std::size_t size,
+                             void (*write)(std::byte* at, const void* context) noexcept,
+                             const void* context);
 
   /// @brief If nothing is buffered or sealed for `to`, frames `message` alone in a buffer
   /// (from the pool of `to`) and returns it, counted as appended and outstanding, for the
@@ -199,7 +203,7 @@ private:
   void seal_locked(slot& s);
   /// The body of append() and append_written(): frames `size` bytes that `fill(at)` writes.
   template <class Fill>
-  bool append_frame_locked(place_id to, std::size_t size, Fill fill);
+  appended_to append_frame_locked(place_id to, std::size_t size, Fill fill);
   void lower_next_due(clock::time_point due) noexcept;
 
   const transport_options m_options;

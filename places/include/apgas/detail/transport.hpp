@@ -38,7 +38,8 @@ struct transport_options {
   /// @brief Per transport (all destinations together): network messages handed to the network
   /// and not yet completed, i.e. MPI_Isend requests alive, at most. Sealed buffers beyond it wait
   /// in order inside the transport until earlier sends complete, and once more than this many
-  /// are sealed and not completed, send() applies back-pressure as for bytes. Why a count and
+  /// are sealed and not completed, a send() that seals a buffer applies back-pressure as for
+  /// bytes (one that only adds to a buffer adds no network message). Why a count and
   /// not only bytes: MPI_Testsome scans every request it is given but completes only a few per
   /// call (Open MPI: about 16), so without coalescing 8 MiB of 40-byte messages would be 200,000
   /// live requests and completing them would cost time quadratic in their number (200,000
