@@ -27,6 +27,9 @@
 
 #include <fmt/format.h>
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -97,7 +100,10 @@ const char* const k_help = R"(usage: bench_apps [options]
 Runs fib, integrate, nqueens and quicksort sequentially and under apgas (work-first and
 help-first), TBB task_group and OpenMP tasks, on each worker count, and checks every result
 against the sequential one. Each time is the best of R runs after one warm-up run; the
-configurations of a case take turns, run by run (the machine's speed drifts).
+configurations of a case take turns, run by run (the machine's speed drifts). Row
+seq-copies runs w copies of the sequential kernel at once, one per CPU, each repeated for
+~50 ms: w x (the time of one copy alone) / (the time of w copies) is the machine's own ceiling
+for a speedup on w workers, reported next to target (b).
 
   --reps R               repetitions per measurement (default 5)
   --quick                tiny sizes (a smoke test: a few seconds, results still checked)
@@ -502,6 +508,9 @@ std::vector<app_case> make_quicksort_cases(const settings& s) {
 
 // ---- measuring ------------------------------------------------------------------------------
 
+/// The variant name of the machine's ceiling (see run_sequential_copies).
+constexpr const char* k_copies_variant = "seq-copies";
+
 struct row {
   std::string app;
   std::string label;
@@ -584,10 +593,82 @@ timing time_one_run(context& ctx, const app_case& c, const config& cfg, int run,
   return {std::chrono::duration<double>(t1 - t0).count(), cpu1 - cpu0};
 }
 
+/// The CPUs this process may run on, in order.
+std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  return cpus;
+}
+
+/// The machine's own ceiling for a speedup on w workers: w threads, each pinned to its own
+/// CPU, each running the sequential kernel `reps` times at once, against one such thread alone.
+/// On a machine whose cores do not slow each other both take as long (ceiling = w). On this
+/// VM a busy neighbour core slows a core down, and it does the same to a parallel run.
+/// @return the first copy's result (all are checked against it).
+double run_sequential_copies(const app_case& c, unsigned copies, unsigned reps) {
+  static const std::vector<int> cpus = allowed_cpus();
+  std::vector<double> results(copies, 0);
+  std::vector<std::thread> threads;
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  for (unsigned i = 0; i < copies; ++i) {
+    threads.emplace_back([&, i] {
+      if (!cpus.empty()) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus[i % cpus.size()], &one);
+        pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+      }
+      try {
+        for (unsigned r = 0; r < reps; ++r) results[i] = c.run_seq();
+      } catch (...) {
+        const std::lock_guard guard(error_mutex);
+        error = std::current_exception();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
+  for (unsigned i = 1; i < copies; ++i)
+    if (!c.check(results[i], results[0]))
+      throw std::runtime_error(fmt::format("sequential copy {} disagrees", i));
+  return results[0];
+}
+
+/// Repetitions of the sequential kernel per copy: enough for ~50 ms, so that starting and
+/// pinning the threads is noise. Timed once, at the first call.
+unsigned copy_reps(const app_case& c, std::shared_ptr<unsigned>& reps) {
+  if (*reps == 0) {
+    const auto t0 = clock_type::now();
+    (void)c.run_seq();
+    const double t = std::chrono::duration<double>(clock_type::now() - t0).count();
+    *reps = static_cast<unsigned>(std::clamp(std::ceil(0.05 / std::max(t, 1e-6)), 1.0, 1000.0));
+  }
+  return *reps;
+}
+
 /// The configurations of a case, in the order of the table.
 std::vector<config> make_configs(context& ctx, const app_case& c) {
   std::vector<config> configs;
   configs.push_back(config{"sequential", 1, true, c.run_seq, {}, {}});
+  // The machine's ceiling (see run_sequential_copies), one copy and w copies; not for
+  // quicksort, whose sequential kernel sorts one shared array in place.
+  if (c.app != "quicksort" &&
+      std::any_of(ctx.opts.workers.begin(), ctx.opts.workers.end(), [](unsigned w) { return w >= 2; })) {
+    auto reps = std::make_shared<unsigned>(0);
+    for (unsigned w : {1U}) configs.push_back(config{k_copies_variant, w, true, [&c, w, reps]() mutable {
+      return run_sequential_copies(c, w, copy_reps(c, reps));
+    }, {}, {}});
+    for (unsigned w : ctx.opts.workers)
+      if (w >= 2)
+        configs.push_back(config{k_copies_variant, w, true, [&c, w, reps]() mutable {
+          return run_sequential_copies(c, w, copy_reps(c, reps));
+        }, {}, {}});
+  }
   for (unsigned w : ctx.opts.workers) {
     for (apgas::policy p : {apgas::policy::work_first, apgas::policy::help_first}) {
       const std::string variant = p == apgas::policy::work_first ? "apgas-wf" : "apgas-hf";
@@ -693,6 +774,15 @@ derived derive(const std::vector<row>& rows, const row& r) {
   if (parallel && r.workers != 1)
     if (const row* one = find_row(rows, r.label, r.variant, 1))
       d.speedup = one->seconds / r.seconds;
+  if (r.variant == k_copies_variant) {
+    // Throughput of w copies against one: the speedup a perfect w-worker run would reach.
+    d.speedup = std::nullopt;
+    if (r.workers != 1)
+      if (const row* one = find_row(rows, r.label, k_copies_variant, 1))
+        d.speedup = static_cast<double>(r.workers) * one->seconds / r.seconds;
+    // Several runs of the kernel each: no comparison with single runs.
+    d.vs_seq = d.vs_tbb = d.ns_per_task = d.overhead_ns_per_task = std::nullopt;
+  }
   return d;
 }
 
@@ -703,7 +793,10 @@ std::string cell(const std::optional<double>& v, const char* spec) {
 // Columns: case, variant, workers, seconds (best run), cpu/wall (process CPU time over wall time
 // in that run: ~1 per busy thread; lower means the machine took CPUs away), vs seq, vs tbb
 // (same workers), speedup over the same variant on 1 worker, asyncs per run, wall ns per
-// async, and (wall - sequential) ns per async.
+// async, and (wall - sequential) ns per async. Rows seq-copies: w copies of the sequential
+// kernel at once, one per CPU, each repeated for ~50 ms; the 2w/1w column of the w-copy row
+// is the machine's ceiling for a speedup, w x (1 copy) / (w copies), w on a machine whose
+// cores do not slow each other.
 constexpr const char* k_table_format =
     "{:<31} {:<10} {:>2} {:>9} {:>5} {:>7} {:>7} {:>6} {:>9} {:>9} {:>9}\n";
 
@@ -716,6 +809,7 @@ void print_table(std::FILE* out, const std::vector<row>& rows) {
       fmt::print(out, "\n");
     last = r.label;
     const bool parallel = r.variant != "sequential";
+    const bool copies = r.variant == k_copies_variant;
     const std::string w = parallel ? std::to_string(r.workers) : "-";
     if (!r.built) {
       fmt::print(out, "{:<31} {:<10} {:>2} {}\n", r.label, r.variant, w, "peer not built");
@@ -725,7 +819,7 @@ void print_table(std::FILE* out, const std::vector<row>& rows) {
     fmt::print(out, fmt::runtime(k_table_format), r.label, r.variant, w,
                fmt::format("{:.4f}", r.seconds), fmt::format("{:.2f}", r.cpu_seconds / r.seconds),
                cell(d.vs_seq, "{:.2f}"), cell(d.vs_tbb, "{:.2f}"), cell(d.speedup, "{:.2f}"),
-               parallel ? std::to_string(r.tasks) : "-", cell(d.ns_per_task, "{:.1f}"),
+               parallel && !copies ? std::to_string(r.tasks) : "-", cell(d.ns_per_task, "{:.1f}"),
                cell(d.overhead_ns_per_task, "{:.1f}"));
   }
 }
@@ -783,8 +877,14 @@ void print_checks(std::FILE* out, const std::vector<row>& rows, const std::vecto
         const row* two = find_row(rows, c.label, v, 2);
         if (one != nullptr && two != nullptr) {
           const double sp = one->seconds / two->seconds;
-          fmt::print(out, "  (b) {} {:<22} speedup 2w/1w {:5.2f} (>= 1.80) {}\n", v, c.label, sp,
-                     verdict(sp >= 1.8));
+          std::string ceiling;
+          const row* copies = find_row(rows, c.label, k_copies_variant, 2);
+          const row* single = find_row(rows, c.label, k_copies_variant, 1);
+          if (copies != nullptr && single != nullptr)
+            ceiling =
+                fmt::format("; machine ceiling {:4.2f}", 2 * single->seconds / copies->seconds);
+          fmt::print(out, "  (b) {} {:<22} speedup 2w/1w {:5.2f} (>= 1.80) {}{}\n", v, c.label,
+                     sp, verdict(sp >= 1.8), ceiling);
           ++lines;
         }
       }
