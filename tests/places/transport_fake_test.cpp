@@ -552,18 +552,29 @@ TEST(TransportFake, BackPressureBoundsMemoryWithASlowReceiver) {
     EXPECT_EQ(decode(m).seq, got.load(std::memory_order_relaxed));
     got.fetch_add(1, std::memory_order_relaxed);
   });
+  std::atomic<bool> sender_done{false};
   std::thread sender([&] {
     transport& t = net.endpoint(0);
     for (std::uint64_t i = 0; i < k_messages; ++i)
       t.send(1, encode(0, 0, i));
     t.flush();
+    // release: nothing to publish but the end itself (the receiver re-checks counts anyway).
+    sender_done.store(true, std::memory_order_release);
   });
   std::thread receiver([&] {
     transport& t = net.endpoint(1);
     const auto deadline = clock_type::now() + k_deadline;
+    // A slow receiver, for certain: it starts taking messages only once the sender had to
+    // wait for room (or finished without ever waiting, which the checks below reject). A
+    // receiver that merely yielded between polls kept up on an idle machine, so whether the
+    // sender ever waited depended on the scheduler.
+    // acquire: pairs with the release above.
+    while (net.endpoint(0).stats().backpressure_waits == 0 &&
+           !sender_done.load(std::memory_order_acquire) && clock_type::now() < deadline)
+      std::this_thread::yield();
     while (got.load(std::memory_order_relaxed) < k_messages && clock_type::now() < deadline) {
       t.poll();
-      // A slow receiver: it gives its CPU away between polls (the outcome is decided by counts).
+      // Still slow: it gives its CPU away between polls (the outcome is decided by counts).
       for (int i = 0; i < 64; ++i) std::this_thread::yield();
     }
   });
