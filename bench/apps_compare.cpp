@@ -657,17 +657,18 @@ std::vector<config> make_configs(context& ctx, const app_case& c) {
   configs.push_back(config{"sequential", 1, true, c.run_seq, {}, {}});
   // The machine's ceiling (see run_sequential_copies), one copy and w copies; not for
   // quicksort, whose sequential kernel sorts one shared array in place.
-  if (c.app != "quicksort" &&
-      std::any_of(ctx.opts.workers.begin(), ctx.opts.workers.end(), [](unsigned w) { return w >= 2; })) {
-    auto reps = std::make_shared<unsigned>(0);
-    for (unsigned w : {1U}) configs.push_back(config{k_copies_variant, w, true, [&c, w, reps]() mutable {
-      return run_sequential_copies(c, w, copy_reps(c, reps));
-    }, {}, {}});
+  const bool parallel_counts = std::any_of(ctx.opts.workers.begin(), ctx.opts.workers.end(),
+                                           [](unsigned w) { return w >= 2; });
+  if (c.app != "quicksort" && parallel_counts) {
+    auto reps = std::make_shared<unsigned>(0); // shared: every copy count runs as many
+    auto copies = [&c, reps](unsigned w) {
+      return config{k_copies_variant, w, true,
+                    [&c, w, reps]() mutable { return run_sequential_copies(c, w, copy_reps(c, reps)); },
+                    {}, {}};
+    };
+    configs.push_back(copies(1));
     for (unsigned w : ctx.opts.workers)
-      if (w >= 2)
-        configs.push_back(config{k_copies_variant, w, true, [&c, w, reps]() mutable {
-          return run_sequential_copies(c, w, copy_reps(c, reps));
-        }, {}, {}});
+      if (w >= 2) configs.push_back(copies(w));
   }
   for (unsigned w : ctx.opts.workers) {
     for (apgas::policy p : {apgas::policy::work_first, apgas::policy::help_first}) {
