@@ -22,7 +22,6 @@
 #include <atomic>
 #include <charconv>
 #include <condition_variable>
-#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <chrono>
