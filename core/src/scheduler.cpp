@@ -328,8 +328,17 @@ void scheduler::worker_main(unsigned index) {
       park_backoff = k_min_network_park;
     } else {
       ++self.m_counters.parks;
+      // Only a place whose network needs polls has a watcher: a one-place run with nothing
+      // buffered sleeps until something wakes it (a send does, see wake_for_network). Asked
+      // after prepare_park: a send that the network does not see here sees us parked.
+      const bool needs_polls = net != nullptr && net->needs_polls_when_idle();
       // acq_rel: the role is a token passed between workers.
-      if (net != nullptr && !watcher) watcher = !m_watcher_taken.exchange(true, std::memory_order_acq_rel);
+      if (needs_polls && !watcher) {
+        watcher = !m_watcher_taken.exchange(true, std::memory_order_acq_rel);
+      } else if (!needs_polls && watcher) {
+        watcher = false;
+        m_watcher_taken.store(false, std::memory_order_release);
+      }
       // The watcher's limit doubles while nothing happens, up to about a millisecond.
       if (watcher && net->expecting_messages()) park_backoff = std::min(park_backoff, k_expecting_park);
       m_gate.park(epoch, watcher ? park_backoff : std::chrono::nanoseconds::zero());

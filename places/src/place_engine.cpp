@@ -139,8 +139,11 @@ struct home_link {
 place_engine::place_engine(scheduler& sched, std::unique_ptr<transport> net,
                            std::chrono::microseconds report_hold_max)
     : m_sched(sched), m_net(std::move(net)), m_here(m_net->here()), m_places(m_net->places()),
-      m_report_hold_max(report_hold_max), m_counters(sched), m_awaited(sched) {
+      m_loopback_only(m_net->loopback_only()), m_report_hold_max(report_hold_max), m_counters(sched), m_awaited(sched) {
   m_net->set_batch_end_handler([this] { flush_arrivals(); });
+  // A place that only hears itself needs no timed polls while nothing is buffered: its
+  // workers sleep until a send wakes one (see needs_polls_when_idle).
+  if (m_loopback_only) m_net->set_send_hook([this] { m_sched.wake_for_network(); });
   m_net->set_handler([this](place_id from, std::span<const std::byte> bytes) {
     on_message(from, bytes);
   });
@@ -220,6 +223,18 @@ bool place_engine::poll() noexcept {
     std::fflush(stderr);
     std::abort(); // a lost message would hang the job: end it, loudly
   }
+}
+
+bool place_engine::needs_polls_when_idle() const noexcept {
+  if (!m_loopback_only) return true; // other places may send at any time
+  // One place: only what it sent itself can arrive, so polls are needed only while something
+  // is buffered, queued or undelivered. seq_cst fence: the parking worker's half of the
+  // Dekker pattern with the send hook (the sender appends, then fences in notify_one and reads
+  // the sleepers): either the sender sees this worker parked and wakes it, or this read sees
+  // the message. A report held for another place's ask cannot exist here (every finish is
+  // home), nor a reply from elsewhere.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return !m_net->quiescent();
 }
 
 void place_engine::flush() noexcept {

@@ -11,7 +11,12 @@ public:
   explicit single_place_transport(const transport_options& o) : m_network(1, o) {}
   place_id here() const noexcept override { return 0; }
   place_id places() const noexcept override { return 1; }
-  void send(place_id to, std::span<const std::byte> message) override { ep().send(to, message); }
+  // send_written, send_now and send_now_framed are transport's defaults, which call send():
+  // every message passes here, so the hook sees every send.
+  void send(place_id to, std::span<const std::byte> message) override {
+    ep().send(to, message);
+    if (m_send_hook) m_send_hook();
+  }
   void flush() override { ep().flush(); }
   std::size_t poll() override { return ep().poll(); }
   void set_handler(handler h) override { ep().set_handler(std::move(h)); }
@@ -23,10 +28,13 @@ public:
     return const_cast<single_place_transport*>(this)->ep().stats();
   }
   void barrier() override { ep().barrier(); }
+  bool loopback_only() const noexcept override { return true; }
+  void set_send_hook(std::function<void()> hook) override { m_send_hook = std::move(hook); }
 
 private:
   transport& ep() { return m_network.endpoint(0); }
   fake_network m_network;
+  std::function<void()> m_send_hook;
 };
 } // namespace
 

@@ -18,6 +18,14 @@ public:
   /// report): idle workers then keep polling longer before they park, and the parked watcher
   /// polls at short intervals.
   virtual bool expecting_messages() const noexcept { return false; }
+  /// @brief True if a parked place must still wake up now and then to poll: messages can come
+  /// from other places, or something here waits for a poll (a buffered message, a held
+  /// report). Called by a worker about to park, after it announced itself to the idle gate.
+  /// A network that ever answers false must call scheduler::wake_for_network() after each
+  /// thing that could make it answer true (a send), so that nothing waits for workers that
+  /// all sleep without a time limit; and it must order its reads after the caller's
+  /// announcement (a seq_cst fence first), the other half of that Dekker pattern.
+  virtual bool needs_polls_when_idle() const noexcept { return true; }
 };
 
 } // namespace apgas::detail

@@ -53,6 +53,11 @@ public:
     m_gate.notify_all();
   }
 
+  /// @brief Called by the network after something made it need polls (see
+  /// network::needs_polls_when_idle): wakes a parked worker unless one is searching (a
+  /// searcher polls, and parks only after asking the network again).
+  void wake_for_network() noexcept { m_gate.notify_one(); }
+
   /// @brief The connected message engine, or null (a one-place runtime).
   network* net() const noexcept {
     // acquire: pairs with set_network's release.

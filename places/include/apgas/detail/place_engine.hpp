@@ -124,6 +124,7 @@ public:
   // ---- network (called by idle workers) ----
   bool poll() noexcept override;
   void flush() noexcept override;
+  bool needs_polls_when_idle() const noexcept override;
   bool expecting_messages() const noexcept override {
     // relaxed: a hint for how long an idle worker waits before it parks.
     return m_awaited.load_signed() > 0 || reports_waiting() ||
@@ -287,6 +288,8 @@ private:
   std::unique_ptr<transport> m_net;
   place_id m_here;
   place_id m_places;
+  /// One place: nothing arrives but what this place sends itself (see needs_polls_when_idle).
+  bool m_loopback_only;
 
   mutable std::mutex m_proxies_mutex; ///< guards m_proxies and the proxies' counts at zero
   std::unordered_map<finish_id, proxy*, finish_id_hash> m_proxies;

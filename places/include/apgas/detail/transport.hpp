@@ -166,6 +166,15 @@ public:
   /// received is waiting for delivery. A hint for idle detection, not a termination test.
   virtual bool quiescent() const = 0;
 
+  /// @brief True if every message this transport delivers comes from a send() on this
+  /// process (one place, loopback only): a place with nothing buffered then needs no timed
+  /// polls, only a wake-up after each send (see set_send_hook).
+  virtual bool loopback_only() const noexcept { return false; }
+
+  /// @brief For a loopback_only() transport: `hook` runs on the sending thread after each
+  /// send() (after the message is buffered). pre: as set_handler. Others ignore it.
+  virtual void set_send_hook(std::function<void()> hook) { (void)hook; }
+
   /// @brief Counters; approximate while other threads use the transport.
   virtual transport_stats stats() const = 0;
 
