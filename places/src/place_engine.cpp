@@ -16,6 +16,7 @@
 #include <memory>
 #include <type_traits>
 #include <typeinfo>
+#include <utility>
 
 namespace apgas {
 
@@ -817,8 +818,11 @@ void place_engine::take_and_send_report(proxy& px, std::unique_lock<spin_lock> g
       }
     }
     ++px.reports;
-    px.deferred = false;
     const finish_id id = px.id;
+    // A held report leaves the deferred list with it (an ask came, or its hold expired):
+    // otherwise the place would think a report due and poll often until then (see
+    // expecting_messages).
+    if (std::exchange(px.deferred, false)) forget_deferred(id);
     guard.unlock();
     // From here on px may be freed (the home may finish and clean up): use the copies only.
     if (is_spmd(id)) { // its one activity has ended: nothing more can arrive, no cleanup will
@@ -935,10 +939,8 @@ void place_engine::on_ask(byte_reader& r) {
   map_guard.unlock(); // px cannot go away: the home waits for it (pending there)
   px.asked = true;
   // A held report leaves now; if the part is busy, its end reports at once (asked).
-  if (px.deferred && px.fs.m_count.load(std::memory_order_relaxed) == 0) {
-    forget_deferred(px.id); // else the place would expect messages until it is due
+  if (px.deferred && px.fs.m_count.load(std::memory_order_relaxed) == 0)
     take_and_send_report(px, std::move(guard));
-  }
 }
 
 void place_engine::forget_deferred(const finish_id& id) {
