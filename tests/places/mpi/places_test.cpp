@@ -435,6 +435,27 @@ TEST(places, a_plain_at_never_runs_inside_another_activity_on_its_thread) {
   EXPECT_EQ(outcome, "ok");
 }
 
+/// Times this place's workers went to sleep so far (their published counters).
+std::uint64_t parks_here() {
+  return apgas::local_runtime::current()->sched().published_totals().parks;
+}
+
+// A quiet place wakes up to poll less and less often: 1 ms at most between polls for the
+// first 16 ms, then at most 1/16 of the quiet so far, up to 8 ms (each wake-up costs system
+// time). Over 400 ms that is ~90 wake-ups; the old 1 ms limit made ~400. Timers only fire late,
+// never early, so a loaded machine makes fewer: the bound cannot fail for lack of speed.
+TEST(places, a_quiet_place_wakes_up_less_and_less) {
+  if (g_rt->places() < 2) GTEST_SKIP() << "needs two places";
+  const std::uint64_t woke = g_rt->run([]() -> task<std::uint64_t> {
+    const place_id last = apgas::places() - 1;
+    const std::uint64_t before = co_await at(last, [] { return parks_here(); });
+    // The interval observed (place 0 sends nothing meanwhile), not a wait for an event.
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    co_return co_await at(last, [] { return parks_here(); }) - before;
+  });
+  EXPECT_LE(woke, 150U) << "the quiet place woke up " << woke << " times in 400 ms";
+}
+
 TEST(places, coalescing_switches_off_and_on_between_runs) {
   // runtime::set_coalescing at every place (each runs this test body): off, every remote async
   // is an MPI message of its own; on again, they share messages. All run in both cases.
