@@ -3,7 +3,7 @@
 ///
 /// Why the raw-MPI peers run BEFORE the apgas runtime exists: the runtime asks MPI for
 /// MPI_THREAD_SERIALIZED (one thread at a time in MPI), and its idle workers poll MPI on their
-/// own communicator at any time, also between two run() calls (they park for at most 1 ms and
+/// own communicator at any time, also between two run() calls (they park for at most 8 ms and
 /// poll on waking). A main thread calling MPI on MPI_COMM_WORLD meanwhile would be a second
 /// thread inside MPI at the same time: outside the standard at SERIALIZED. So each benchmark
 /// initialises MPI itself at the level the runtime asks for, measures the raw-MPI peer while
