@@ -64,7 +64,7 @@ apgas::task<rep_result> one_rep(std::uint64_t k) {
 } // namespace
 
 int main(int argc, char** argv) {
-  const apgas::options opts = apgas::options::from_env_and_args(argc, argv);
+  const apgas::options opts = runtime_options(argc, argv);
   flags f(argc, argv);
   const auto k = f.get<std::uint64_t>("--asyncs", 1'000'000);
   const int reps = f.get("--reps", 5);

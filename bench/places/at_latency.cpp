@@ -125,8 +125,8 @@ std::string human_bytes(std::size_t b) {
 } // namespace
 
 int main(int argc, char** argv) {
-  // The runtime's flags first: options::from_env_and_args consumes them, the rest are ours.
-  const apgas::options opts = apgas::options::from_env_and_args(argc, argv);
+  // The runtime's flags first: runtime_options consumes them, the rest are ours.
+  const apgas::options opts = runtime_options(argc, argv);
   flags f(argc, argv);
   const int iters = f.get("--iters", 2000);
   const int warmup = f.get("--warmup", 200);

@@ -89,6 +89,18 @@ inline const char* thread_level_name(int level) {
   }
 }
 
+/// @brief The runtime's flags and APGAS_* variables, taken out of argv (the rest are the
+/// benchmark's, see flags). A bad one ends the run with its message and exit code 2, like a
+/// bad flag of the benchmark's own, instead of an uncaught exception.
+inline apgas::options runtime_options(int& argc, char** argv) {
+  try {
+    return apgas::options::from_env_and_args(argc, argv);
+  } catch (const apgas::usage_error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    std::exit(2);
+  }
+}
+
 /// @brief The benchmark's own flags: what is left of argv once the runtime has consumed its
 /// flags (options::from_env_and_args). Unknown flags end the run: a typo must not silently
 /// measure the default.

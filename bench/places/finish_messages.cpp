@@ -68,7 +68,7 @@ double per(std::uint64_t total, std::uint64_t n) {
 } // namespace
 
 int main(int argc, char** argv) {
-  const apgas::options opts = apgas::options::from_env_and_args(argc, argv);
+  const apgas::options opts = runtime_options(argc, argv);
   flags f(argc, argv);
   const auto max_asyncs = f.get<std::uint64_t>("--max-asyncs", 1'000'000);
   // About this many asyncs per row: small finishes repeat, so that a per-finish mean means

@@ -128,7 +128,7 @@ double gups(const gups_result& r, std::uint64_t total) {
 } // namespace
 
 int main(int argc, char** argv) {
-  const apgas::options opts = apgas::options::from_env_and_args(argc, argv);
+  const apgas::options opts = runtime_options(argc, argv);
   flags f(argc, argv);
   const auto log_size = f.get<std::uint32_t>("--log-size", 22);
   const auto per_word = f.get<std::uint64_t>("--updates-per-word", 4);

@@ -97,8 +97,8 @@ void print_row(const char* what, const idle_cost& c) {
 } // namespace
 
 int main(int argc, char** argv) {
-  // The runtime's flags first: options::from_env_and_args consumes them, the rest are ours.
-  const apgas::options opts = apgas::options::from_env_and_args(argc, argv);
+  // The runtime's flags first: runtime_options consumes them, the rest are ours.
+  const apgas::options opts = runtime_options(argc, argv);
   flags f(argc, argv);
   const double seconds = f.get("--seconds", 2.0);
   f.done();
