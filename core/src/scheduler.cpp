@@ -352,7 +352,11 @@ void scheduler::worker_main(unsigned index) {
       // The watcher's limit doubles while nothing happens, up to 1 ms, then 8 ms as the quiet
       // lasts (see k_max_quiet_park); 100 us at most while a message is expected.
       if (watcher && net->expecting_messages()) park_backoff = std::min(park_backoff, k_expecting_park);
-      if (watcher && park_backoff == k_min_network_park) quiet_since = spin_clock::now();
+      if (watcher) {
+        if (park_backoff == k_min_network_park) quiet_since = spin_clock::now();
+        // relaxed: a snapshot for observers (see watcher_park_limit).
+        m_watcher_park_limit_ns.store(park_backoff.count(), std::memory_order_relaxed);
+      }
       m_gate.park(epoch, watcher ? park_backoff : std::chrono::nanoseconds::zero());
       if (watcher) {
         const auto quiet = std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -1,5 +1,5 @@
 // A place started without mpirun (one place, the loopback transport): idle, its workers sleep
-// without a time limit, and a message it sends itself wakes one of them.
+// without a time limit (no watcher), and a message it sends itself wakes one of them.
 #include <apgas/apgas.hpp>
 #include <apgas/detail/place_engine.hpp>
 #include <apgas/detail/transport_single.hpp>
@@ -43,20 +43,17 @@ bool wait_for(Done done, std::chrono::seconds limit = 30s) {
 }
 
 // With a network that other places could use, one parked worker (the watcher) wakes every
-// 20 us to 1 ms to poll it, and publishes its counters each time it goes back to sleep. One
-// place hears only itself: with nothing buffered, nobody needs to wake at all.
-TEST(single_place, an_idle_place_does_not_wake_up_to_poll) {
+// 20 us to 1 ms to poll it. One place hears only itself: with nothing buffered, no worker
+// takes that role, and every worker sleeps until something wakes it.
+TEST(single_place, an_idle_place_has_no_watcher) {
   single_place p(2);
   p.local.run([]() -> task<> { co_return; });
-  ASSERT_TRUE(wait_for([&] { return p.local.parked_workers() == 2; }));
-  const std::uint64_t parks = p.local.sched().published_totals().parks;
-  // The interval observed, not a wait for something to happen: a watcher with a time limit
-  // would park again ~100 times in it (every 20 us to 1 ms). Two at most are allowed: the
-  // root's completion wakes every worker, and one woken then may still count as parked until
-  // it runs and parks again.
-  std::this_thread::sleep_for(100ms);
-  EXPECT_EQ(p.local.parked_workers(), 2U);
-  EXPECT_LE(p.local.sched().published_totals().parks, parks + 2) << "parked workers woke up";
+  // A worker counts as parked from its announcement on, before it gives the role up: wait for
+  // both, then for the role to be free (with a deadline: the old design never frees it).
+  const auto& sched = p.local.sched();
+  EXPECT_TRUE(wait_for([&] { return p.local.parked_workers() == 2 && !sched.watched(); }))
+      << "an idle place kept a watcher, which wakes up to poll";
+  EXPECT_EQ(sched.watcher_park_limit(), std::chrono::nanoseconds::zero()) << "a timed park";
 }
 
 std::atomic<bool> g_ran{false};

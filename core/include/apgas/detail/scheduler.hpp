@@ -10,6 +10,7 @@
 #include "apgas/options.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <coroutine>
 #include <deque>
 #include <memory>
@@ -64,6 +65,18 @@ public:
     return m_network.load(std::memory_order_acquire);
   }
 
+  /// @brief True while a worker holds the watcher's role (it parks with a time limit to poll
+  /// the network). Diagnostics and tests.
+  bool watched() const noexcept {
+    // relaxed: a snapshot for observers; the role's hand-overs are ordered among workers.
+    return m_watcher_taken.load(std::memory_order_relaxed);
+  }
+  /// @brief The time limit of the watcher's latest park (zero before any). Diagnostics and tests.
+  std::chrono::nanoseconds watcher_park_limit() const noexcept {
+    // relaxed: a snapshot for observers, written by the watcher alone.
+    return std::chrono::nanoseconds(m_watcher_park_limit_ns.load(std::memory_order_relaxed));
+  }
+
   unsigned worker_count() const noexcept { return static_cast<unsigned>(m_workers.size()); }
   const options& opts() const noexcept { return m_options; }
   unsigned parked_workers() const noexcept { return m_gate.sleepers(); }
@@ -96,6 +109,7 @@ private:
   std::atomic<bool> m_stop{false};
   std::atomic<network*> m_network{nullptr}; ///< set once before activities run
   std::atomic<bool> m_watcher_taken{false}; ///< a parked worker polls the network (see worker_main)
+  std::atomic<std::int64_t> m_watcher_park_limit_ns{0}; ///< see watcher_park_limit
   std::vector<std::unique_ptr<finish_state>> m_root_finishes; ///< kept until destruction
 };
 
