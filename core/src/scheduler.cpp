@@ -15,9 +15,9 @@ constexpr std::chrono::nanoseconds k_min_network_park = std::chrono::microsecond
 constexpr std::chrono::nanoseconds k_max_network_park = std::chrono::microseconds(1000);
 // A place quiet for long wakes up less often still: after at most 1/k_quiet_share of the time
 // it has been quiet, and k_max_quiet_park at most (from 16 ms of quiet on). A wake-up costs
-// ~20 us of system time here (a timer in a VM): at 1 ms an idle place used ~3 % of a core, at
-// 8 ms ~0.4 %. A message that ends a long quiet waits a little longer to be seen, but never
-// more than 1/16 of the quiet before it.
+// ~20 us of system time here (a timer in a VM), more after a long sleep: at 1 ms an idle place
+// used ~2.5 % of a core, at 8 ms ~1 % (bench_idle). A message that ends a long quiet waits a
+// little longer to be seen, but never more than 1/16 of the quiet before it.
 constexpr std::chrono::nanoseconds k_max_quiet_park = std::chrono::microseconds(8000);
 constexpr int k_quiet_share = 16;
 // While the place expects messages (network::expecting_messages), an idle worker spins this

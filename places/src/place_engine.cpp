@@ -140,7 +140,8 @@ struct home_link {
 place_engine::place_engine(scheduler& sched, std::unique_ptr<transport> net,
                            std::chrono::microseconds report_hold_max)
     : m_sched(sched), m_net(std::move(net)), m_here(m_net->here()), m_places(m_net->places()),
-      m_loopback_only(m_net->loopback_only()), m_report_hold_max(report_hold_max), m_counters(sched), m_awaited(sched) {
+      m_loopback_only(m_net->loopback_only()), m_report_hold_max(report_hold_max),
+      m_counters(sched), m_awaited(sched) {
   m_net->set_batch_end_handler([this] { flush_arrivals(); });
   // A place that only hears itself needs no timed polls while nothing is buffered: its
   // workers sleep until a send wakes one (see needs_polls_when_idle).
