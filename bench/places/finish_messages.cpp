@@ -4,7 +4,8 @@
 // over the other places (with one place they go to place 0 itself, and no message is needed).
 //
 //   mpiexec -n P ... bench_finish_messages [--max-asyncs N] [--budget B] [--min-finishes m]
-//                    [--max-finishes M] [--rows-only] [--watchdog-s 300] [runtime flags]
+//                    [--max-finishes M] [--broadcasts B] [--rows-only] [--watchdog-s 300]
+//                    [runtime flags]
 //
 // Counters are the message engine's, gathered from every place with one `at` each before and
 // after the R finishes; the messages of gathering itself are measured once (two gathers in a
@@ -15,6 +16,10 @@
 // faster than they arrive goes quiet many times; fed at least 256 by the home, it holds its
 // reports until the home asks (once its own part of the finish ended): a long stream costs
 // 3 (P-1), ask, report and cleanup per place.
+//
+// Then B broadcasts (one plain activity at every place) in two ways that take turns: under a
+// plain finish (a report and a cleanup per other place) and with for_each_place, for which the
+// runtime picks the SPMD finish (a report per other place, no cleanup): the last line.
 #include "common.hpp"
 
 #include <atomic>
@@ -54,6 +59,33 @@ apgas::task<size_result> measure(std::uint64_t n, std::uint64_t finishes, messag
   co_return out;
 }
 
+/// A broadcast: one plain activity at every place, R times, under a plain finish or under
+/// for_each_place (which the runtime runs as an SPMD finish).
+struct broadcast_result {
+  double seconds = 0;      ///< all R broadcasts
+  message_counts messages; ///< over all places, gathering noise subtracted
+};
+
+apgas::task<broadcast_result> measure_broadcasts(bool spmd, std::uint64_t reps,
+                                                 message_counts noise) {
+  broadcast_result out;
+  const message_counts before = co_await all_counts();
+  const auto t0 = clock::now();
+  const auto body = [] { g_ran.fetch_add(1, std::memory_order_relaxed); };
+  for (std::uint64_t r = 0; r < reps; ++r) {
+    if (spmd) {
+      co_await apgas::for_each_place(body);
+    } else {
+      co_await apgas::finish([&]() -> apgas::task<> {
+        for (apgas::place_id p = 0; p < apgas::places(); ++p) co_await apgas::async_at(p, body);
+      });
+    }
+  }
+  out.seconds = seconds_since(t0);
+  out.messages = co_await all_counts() - before - noise;
+  co_return out;
+}
+
 std::uint64_t clamp_u(std::uint64_t v, std::uint64_t lo, std::uint64_t hi) {
   return std::max(lo, std::min(v, hi));
 }
@@ -77,6 +109,7 @@ int main(int argc, char** argv) {
   const auto min_finishes = f.get<std::uint64_t>("--min-finishes", 3);
   const auto max_finishes = f.get<std::uint64_t>("--max-finishes", 300);
   const bool rows_only = f.has("--rows-only");
+  const auto broadcasts = f.get<std::uint64_t>("--broadcasts", 300);
   const double watchdog_s = f.get("--watchdog-s", 300.0);
   f.done();
   const int level = init_mpi(argc, argv);
@@ -84,6 +117,7 @@ int main(int argc, char** argv) {
   apgas::runtime rt(opts);
   watchdog dog(rt, watchdog_s);
   watchdog::phase() = "finishes";
+  std::pair<broadcast_result, broadcast_result> bcast; // plain finish, for_each_place
   const auto results = rt.run([&]() -> apgas::task<std::vector<size_result>> {
     // Noise of gathering: two gathers in a row (the pattern is the same every time).
     const message_counts a = co_await all_counts();
@@ -95,6 +129,19 @@ int main(int argc, char** argv) {
       const std::uint64_t r = clamp_u(budget / n, min_finishes, max_finishes);
       rows.push_back(co_await measure(n, r, noise));
       sent += n * r;
+    }
+    // Broadcasts, the two ways taking turns (after one of each as a warm-up).
+    co_await measure_broadcasts(false, 1, noise);
+    co_await measure_broadcasts(true, 1, noise);
+    sent += 2 * apgas::places();
+    for (int half = 0; half < 2; ++half) {
+      const broadcast_result plain = co_await measure_broadcasts(false, broadcasts / 2, noise);
+      const broadcast_result spmd = co_await measure_broadcasts(true, broadcasts / 2, noise);
+      bcast.first.seconds += plain.seconds;
+      bcast.first.messages += plain.messages;
+      bcast.second.seconds += spmd.seconds;
+      bcast.second.messages += spmd.messages;
+      sent += 2 * (broadcasts / 2) * apgas::places();
     }
     // Every async ran exactly once, somewhere.
     std::uint64_t ran = 0;
@@ -131,6 +178,23 @@ int main(int argc, char** argv) {
     fmt::print("places {}: checked (every async ran once); target (control messages per finish "
                "<= 2 x ideal at every size): {}\n",
                rt.places(), pass ? "PASS" : "MISS");
+    // The broadcast: the runtime picks the SPMD finish for for_each_place.
+    const std::uint64_t b = 2 * (broadcasts / 2);
+    if (b > 0) {
+      const auto& [plain, spmd] = bcast;
+      const std::string gain =
+          control(spmd.messages) == 0
+              ? std::string(control(plain.messages) == 0 ? "none either way (one place)"
+                                                         : "none with for_each_place")
+              : fmt::format("{:.2f}x fewer with for_each_place",
+                            static_cast<double>(control(plain.messages)) /
+                                static_cast<double>(control(spmd.messages)));
+      fmt::print("places {}: broadcast of one activity per place, {} times: plain finish {:.2f} "
+                 "control msgs and {:.1f} us per broadcast; for_each_place (SPMD finish) {:.2f} "
+                 "and {:.1f} us; control messages: {}\n",
+                 rt.places(), b, per(control(plain.messages), b), plain.seconds / b * 1e6,
+                 per(control(spmd.messages), b), spmd.seconds / b * 1e6, gain);
+    }
     std::fflush(stdout);
   }
   return 0;

@@ -3,11 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <vector>
 
 namespace apgas_apps {
 
@@ -73,16 +75,14 @@ int launcher_rank() {
 }
 
 /// Collective: the worst (largest) exit code of all places, at every place. One extra run:
-/// place 0 asks every place, and the run's value reaches every place.
+/// place 0 asks every place at once, and the run's value reaches every place.
 int agree_on_exit_code(apgas::runtime& rt, int mine) {
   g_exit_code.store(mine);
   if (rt.places() == 1) return mine;
   try {
     return rt.run([]() -> apgas::task<int> {
-      int worst = k_exit_ok;
-      for (apgas::place_id p = 0; p < apgas::places(); ++p)
-        worst = std::max(worst, co_await apgas::at(p, [] { return g_exit_code.load(); }));
-      co_return worst;
+      const std::vector<int> codes = co_await apgas::at_each_place([] { return g_exit_code.load(); });
+      co_return std::max(k_exit_ok, *std::max_element(codes.begin(), codes.end()));
     });
   } catch (const std::exception& e) {
     fmt::print(stderr, "apgas_apps: place {}: the places could not agree on an exit code: {}\n",

@@ -690,6 +690,69 @@ TEST(places, spmd_finishes_need_no_cleanup_messages_and_refuse_broken_promises) 
   EXPECT_NE(refused.find("second activity"), std::string::npos) << refused;
 }
 
+// for_each_place is a broadcast under an SPMD finish, chosen by the runtime: every place runs
+// f once (here a coroutine with local asyncs), and no cleanup message is sent. A broken
+// promise (a remote activity governed by it) fails the call; exceptions come back.
+TEST(places, for_each_place_runs_f_once_everywhere_with_an_spmd_finish) {
+  const auto cleanups_before = g_rt->cleanups_sent();
+  const long total = g_rt->run([]() -> task<long> {
+    co_await apgas::for_each_place([](int k) -> task<> {
+      for (int i = 0; i < k; ++i) co_await apgas::async([] { g_counter += 1; });
+    }, 3);
+    co_await apgas::for_each_place([] { g_counter += 100; }); // a plain function too
+    co_return co_await collect_counters();
+  });
+  EXPECT_EQ(total, 103L * g_rt->places());
+  EXPECT_EQ(g_rt->cleanups_sent(), cleanups_before) << "for_each_place sent cleanup messages";
+
+  const std::string outcome = g_rt->run([]() -> task<std::string> {
+    std::string seen;
+    try {
+      co_await apgas::for_each_place([] {
+        if (apgas::here() == apgas::places() - 1) throw std::runtime_error("boom at the last");
+      });
+      seen = "no exception;";
+    } catch (const apgas::multiple_exceptions& e) {
+      seen = std::string(e.what()).find("boom at the last") != std::string::npos
+                 ? "caught;" : "wrong exception: " + std::string(e.what()) + ";";
+    }
+    try {
+      co_await apgas::for_each_place([]() -> task<> { // hops further: not SPMD any more
+        co_await async_at(0, [] {});
+      });
+      seen += " broken promise accepted";
+    } catch (const apgas::multiple_exceptions& e) {
+      seen += std::string(e.what()).find("spmd") != std::string::npos ? " refused" : e.what();
+    }
+    co_return seen;
+  });
+  EXPECT_EQ(outcome, "caught; refused");
+}
+
+// at_each_place gathers one value per place, in place order, with every request in flight at
+// once; a failure at one place fails the call.
+TEST(places, at_each_place_gathers_a_value_from_every_place_in_order) {
+  const auto values = g_rt->run([]() -> task<std::vector<std::string>> {
+    co_return co_await apgas::at_each_place(
+        [](const std::string& prefix) { return prefix + std::to_string(apgas::here()); },
+        std::string("place "));
+  });
+  ASSERT_EQ(values.size(), g_rt->places());
+  for (place_id p = 0; p < g_rt->places(); ++p) EXPECT_EQ(values[p], "place " + std::to_string(p));
+  const bool failed = g_rt->run([]() -> task<bool> {
+    try {
+      (void)co_await apgas::at_each_place([]() -> int {
+        if (apgas::here() == 0) throw std::runtime_error("no value here");
+        return 1;
+      });
+    } catch (const apgas::multiple_exceptions& e) {
+      co_return std::string(e.what()).find("no value here") != std::string::npos;
+    }
+    co_return false;
+  });
+  EXPECT_TRUE(failed);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
