@@ -700,9 +700,14 @@ TEST(places, for_each_place_runs_f_once_everywhere_with_an_spmd_finish) {
       for (int i = 0; i < k; ++i) co_await apgas::async([] { g_counter += 1; });
     }, 3);
     co_await apgas::for_each_place([] { g_counter += 100; }); // a plain function too
+    // From another place: its SPMD finish lives there.
+    co_await at(apgas::places() - 1, []() -> task<int> {
+      co_await apgas::for_each_place([] { g_counter += 1000; });
+      co_return 0;
+    });
     co_return co_await collect_counters();
   });
-  EXPECT_EQ(total, 103L * g_rt->places());
+  EXPECT_EQ(total, 1103L * g_rt->places());
   EXPECT_EQ(g_rt->cleanups_sent(), cleanups_before) << "for_each_place sent cleanup messages";
 
   const std::string outcome = g_rt->run([]() -> task<std::string> {
