@@ -130,7 +130,11 @@ public:
 protected:
   void net_send(place_id to, sealed_buffer&& buffer) override;
   bool net_send_framed(place_id to, std::vector<std::byte>& framed) override;
-  void net_complete_sends() override;
+  void net_complete_sends() override {
+    // The idle poll's case inline: the completion code's frame is set up before its first
+    // test otherwise (~15 instructions on every round of an idle worker).
+    if (!m_requests.empty()) complete_sends();
+  }
   void net_receive() override;
   void net_release(received&& message) override;
 
@@ -150,6 +154,8 @@ private:
   };
   void post_locked(posted& slot);
   void cancel_posted_locked() noexcept;
+  /// net_complete_sends() with requests alive: MPI_Testsome, then recycle what completed.
+  void complete_sends();
   void receive_and_drop_locked();
 
   MPI_Comm m_comm; ///< small messages and announcements
@@ -227,9 +233,7 @@ bool mpi_transport::net_send_framed(place_id to, std::vector<std::byte>& framed)
   return false;
 }
 
-void mpi_transport::net_complete_sends() {
-  if (m_requests.empty())
-    return;
+void mpi_transport::complete_sends() {
   m_done.resize(m_requests.size());
   int count = 0;
   check(MPI_Testsome(static_cast<int>(m_requests.size()), m_requests.data(), &count, m_done.data(),
