@@ -445,6 +445,8 @@ template <class F, class... Args>
   static_assert(!std::is_void_v<R>,
                 "apgas: at_each_place gathers values; for a function that returns none, use "
                 "for_each_place");
+  // The coroutine is a lambda so that the checks above come first: a function without a
+  // value gets their message, not an error about std::vector<void> in a return type.
   return [](F fn, Args... a) -> task<std::vector<R>> {
     std::vector<std::optional<R>> slots(places());
     co_await finish([&]() -> task<> {
