@@ -27,7 +27,9 @@ struct usage {
   static usage now() {
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
-    const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+    const auto s = [](const timeval& t) {
+      return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
+    };
     return {s(u.ru_utime) + s(u.ru_stime), u.ru_nvcsw};
   }
   usage operator-(const usage& o) const { return {cpu_s - o.cpu_s, switches - o.switches}; }
@@ -72,21 +74,18 @@ std::vector<usage> raw_mpi_wait(double seconds) {
 }
 
 /// apgas: place 0's main activity sleeps `seconds`; the other places (or, alone, this place
-/// itself) are measured across it with one `at` each before and after.
+/// itself) are measured across it, read with at_each_place before and after.
 apgas::task<std::vector<usage>> apgas_wait(double seconds) {
-  const apgas::place_id n = apgas::places();
-  if (n == 1) {
+  if (apgas::places() == 1) {
     const usage before = usage::now();
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
     co_return std::vector<usage>{usage::now() - before};
   }
-  std::vector<usage> before;
-  for (apgas::place_id p = 1; p < n; ++p)
-    before.push_back(co_await apgas::at(p, [] { return usage::now(); }));
+  const std::vector<usage> before = co_await apgas::at_each_place([] { return usage::now(); });
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-  std::vector<usage> used;
-  for (apgas::place_id p = 1; p < n; ++p)
-    used.push_back(co_await apgas::at(p, [] { return usage::now(); }) - before[p - 1]);
+  const std::vector<usage> after = co_await apgas::at_each_place([] { return usage::now(); });
+  std::vector<usage> used; // places 1..: place 0 slept, it did not wait
+  for (std::size_t p = 1; p < after.size(); ++p) used.push_back(after[p] - before[p]);
   co_return used;
 }
 
