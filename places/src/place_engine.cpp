@@ -396,20 +396,24 @@ void place_engine::send_plain_async_written(finish_state& f, place_id to, plain_
                                             std::size_t args_bytes,
                                             transport::message_writer write_args,
                                             const void* args) {
-  struct written {
-    decltype(activity_head(msg_kind::plain_async, finish_id{}, 0)) head;
-    transport::message_writer write_args;
-    const void* args;
-  };
-  const written w{activity_head(msg_kind::plain_async, send_id_of(f),
-                                code_offset(reinterpret_cast<const void*>(inv))),
-                  write_args, args};
+  const finish_id id = send_id_of(f);
+  const std::int64_t code = code_offset(reinterpret_cast<const void*>(inv));
+  if (args_bytes == 0) [[unlikely]] {
+    // No arguments: nothing to split a merged message by. Sent alone, as a plain async.
+    const auto head = activity_head(msg_kind::plain_async, id, code);
+    count_async_sent(f, to);
+    send_message(to, head);
+    return;
+  }
+  // The argument size is part of the head: only asyncs of the same finish, function and
+  // argument size merge, and the receiver splits the message by it.
+  merge_head head{}; // zeros after the fields
+  const auto fields = pack_head(static_cast<std::uint8_t>(msg_kind::plain_run), id.home,
+                                id.serial, code, static_cast<std::uint32_t>(args_bytes));
+  static_assert(fields.size() <= std::tuple_size_v<merge_head>);
+  std::memcpy(head.data(), fields.data(), fields.size());
   count_async_sent(f, to);
-  m_net->send_written(to, w.head.size() + args_bytes, [](std::byte* at, const void* context) noexcept {
-    const auto& message = *static_cast<const written*>(context);
-    std::memcpy(at, message.head.data(), message.head.size());
-    message.write_args(at + message.head.size(), message.args);
-  }, &w);
+  m_net->send_merged(to, head, args_bytes, write_args, args);
 }
 
 std::vector<std::byte>& place_engine::start_at(finish_state& f, at_invoker inv,
@@ -468,8 +472,8 @@ void place_engine::send_reply(reply_address to, bool ok, std::span<const std::by
 
 void place_engine::on_message(place_id from, std::span<const std::byte> bytes) {
   // The common message first, without the switch's frame: a stream of remote asyncs.
-  if (!bytes.empty() && bytes[0] == std::byte{static_cast<std::uint8_t>(msg_kind::plain_async)})
-    [[likely]] return on_plain_async(from, bytes.subspan(1));
+  if (!bytes.empty() && bytes[0] == std::byte{static_cast<std::uint8_t>(msg_kind::plain_run)})
+    [[likely]] return on_plain_run(from, bytes.subspan(1));
   on_other_message(from, bytes);
 }
 
@@ -478,6 +482,7 @@ void place_engine::on_other_message(place_id from, std::span<const std::byte> by
   const auto kind = static_cast<msg_kind>(deserialize<std::uint8_t>(r));
   switch (kind) {
   case msg_kind::plain_async: on_plain_async(from, r.read_span(r.remaining())); break;
+  case msg_kind::plain_run: on_plain_run(from, r.read_span(r.remaining())); break;
   case msg_kind::rpc: on_rpc(from, r); break;
   case msg_kind::async: on_activity(from, r, false); break;
   case msg_kind::at: on_activity(from, r, true); break;
@@ -556,13 +561,7 @@ task<> run_plain_batch(std::shared_ptr<const plain_arrivals> arrived, std::size_
 
 } // namespace
 
-void place_engine::on_plain_async(place_id from, std::span<const std::byte> message) {
-  // The head in one bounds check: finish id, then the code offset that starts the entry.
-  byte_reader r(message);
-  const std::byte* head = r.read_span(sizeof(place_id) + sizeof(std::uint64_t) + sizeof(std::int64_t)).data();
-  finish_id id;
-  std::memcpy(&id.home, head, sizeof id.home);
-  std::memcpy(&id.serial, head + sizeof id.home, sizeof id.serial);
+plain_arrivals& place_engine::plain_arrivals_of(const finish_id& id, place_id from) {
   // Not counted yet, and not freed meanwhile (as in on_activity). The arguments are kept as
   // bytes and deserialized when the batch runs: a failure then is that activity's exception.
   proxy& px = find_proxy(id);
@@ -572,10 +571,64 @@ void place_engine::on_plain_async(place_id from, std::span<const std::byte> mess
     m_plain->bytes.reserve(m_plain_capacity.first);
     m_plain->starts.reserve(m_plain_capacity.second);
   }
+  return *m_plain;
+}
+
+void place_engine::on_plain_async(place_id from, std::span<const std::byte> message) {
+  // The head in one bounds check: finish id, then the code offset that starts the entry.
+  byte_reader r(message);
+  const std::byte* head = r.read_span(sizeof(place_id) + sizeof(std::uint64_t) + sizeof(std::int64_t)).data();
+  finish_id id;
+  std::memcpy(&id.home, head, sizeof id.home);
+  std::memcpy(&id.serial, head + sizeof id.home, sizeof id.serial);
+  plain_arrivals& block = plain_arrivals_of(id, from);
   // The entry is the rest of the message as it came: code offset, then the arguments.
   const std::size_t entry_at = sizeof id.home + sizeof id.serial;
-  m_plain->starts.push_back(static_cast<std::uint32_t>(m_plain->bytes.size())); // < 2 GiB
-  m_plain->bytes.append(message.data() + entry_at, message.size() - entry_at);
+  block.starts.push_back(static_cast<std::uint32_t>(block.bytes.size())); // < 2 GiB
+  block.bytes.append(message.data() + entry_at, message.size() - entry_at);
+}
+
+namespace {
+[[noreturn, gnu::cold, gnu::noinline]] void throw_bad_run(place_id here, place_id from,
+                                                          std::size_t bytes,
+                                                          std::uint32_t args_bytes) {
+  throw transport_error(fmt::format("apgas: place {}: a run of plain asyncs from place {} has {} "
+                                    "bytes of arguments, not a positive multiple of {}",
+                                    here, from, bytes, args_bytes));
+}
+} // namespace
+
+void place_engine::on_plain_run(place_id from, std::span<const std::byte> message) {
+  byte_reader r(message);
+  // The merge_head after its kind: finish id, code offset, argument size, zeros.
+  constexpr std::size_t k_head = std::tuple_size_v<merge_head> - 1;
+  const std::byte* head = r.read_span(k_head).data();
+  finish_id id;
+  std::int64_t code;
+  std::uint32_t args_bytes;
+  std::memcpy(&id.home, head, sizeof id.home);
+  std::memcpy(&id.serial, head + sizeof id.home, sizeof id.serial);
+  std::memcpy(&code, head + sizeof id.home + sizeof id.serial, sizeof code);
+  std::memcpy(&args_bytes, head + sizeof id.home + sizeof id.serial + sizeof code,
+              sizeof args_bytes);
+  const std::span<const std::byte> args = r.read_span(r.remaining());
+  if (args_bytes == 0 || args.empty() || args.size() % args_bytes != 0) [[unlikely]]
+    throw_bad_run(m_here, from, args.size(), args_bytes);
+  plain_arrivals& block = plain_arrivals_of(id, from);
+  // One entry per async, as on_plain_async makes them: code offset, then its arguments.
+  const std::size_t n = args.size() / args_bytes;
+  const std::size_t entry_bytes = sizeof code + args_bytes;
+  std::size_t at = block.bytes.size(); // entries stay below 2 GiB (see on_plain_async)
+  std::byte* out = block.bytes.extend(n * entry_bytes);
+  const std::size_t first = block.starts.size();
+  block.starts.resize(first + n);
+  std::uint32_t* starts = block.starts.data() + first;
+  const std::byte* in = args.data();
+  for (std::size_t i = 0; i < n; ++i, at += entry_bytes, out += entry_bytes, in += args_bytes) {
+    starts[i] = static_cast<std::uint32_t>(at);
+    std::memcpy(out, &code, sizeof code);
+    std::memcpy(out + sizeof code, in, args_bytes);
+  }
 }
 
 std::size_t place_engine::batch_plain_arrivals() {

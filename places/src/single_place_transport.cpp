@@ -11,10 +11,15 @@ public:
   explicit single_place_transport(const transport_options& o) : m_network(1, o) {}
   place_id here() const noexcept override { return 0; }
   place_id places() const noexcept override { return 1; }
-  // send_written, send_now and send_now_framed are transport's defaults, which call send():
-  // every message passes here, so the hook sees every send.
+  // send_now and send_now_framed are transport's defaults, which call send(): every message
+  // passes here or through send_merged, so the hook sees every send.
   void send(place_id to, std::span<const std::byte> message) override {
     ep().send(to, message);
+    if (m_send_hook) m_send_hook();
+  }
+  void send_merged(place_id to, const merge_head& head, std::size_t body_size,
+                   message_writer write_body, const void* context) override {
+    ep().send_merged(to, head, body_size, write_body, context);
     if (m_send_hook) m_send_hook();
   }
   void flush() override { ep().flush(); }

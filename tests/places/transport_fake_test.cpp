@@ -1,5 +1,5 @@
 // Unit tests of the transport layer on the in-process fake network (no MPI): coalescing,
-// flush_interval, ordering, exactly-once delivery under reordering, back-pressure, loopback,
+// flush_interval, merged messages, ordering, exactly-once delivery under reordering, back-pressure, loopback,
 // corrupt frames, re-entrant handlers, barrier and quiescence.
 #include "apgas/detail/coalescer.hpp"
 #include "apgas/detail/transport.hpp"
@@ -243,6 +243,128 @@ TEST(TransportFake, SteadyStateAllocatesNothingPerMessage) {
   std::cout << "[ alloc    ] " << allocations << " allocations for 20000 messages in about "
             << buffers << " network messages\n";
   EXPECT_LE(allocations, 4u);
+}
+
+// ---- merged messages ------------------------------------------------------------------------
+
+/// A merge_head whose first byte is `tag` (the rest zero).
+merge_head head_of(std::uint8_t tag) {
+  merge_head h{};
+  h[0] = std::byte{tag};
+  return h;
+}
+
+/// send_merged of an 8-byte body holding `value`.
+void send_value(transport& t, place_id to, const merge_head& head, std::uint64_t value) {
+  t.send_merged(to, head, sizeof value, [](std::byte* at, const void* context) noexcept {
+    std::memcpy(at, context, sizeof(std::uint64_t));
+  }, &value);
+}
+
+/// What a receiver of merged messages saw: per message, its head's tag and its bodies.
+struct merged_message {
+  std::uint8_t tag;
+  std::vector<std::uint64_t> values;
+  bool operator==(const merged_message&) const = default;
+};
+
+void record_merged(transport& t, std::vector<merged_message>& seen) {
+  t.set_handler([&seen](place_id, std::span<const std::byte> m) {
+    ASSERT_GE(m.size(), sizeof(merge_head));
+    const std::span<const std::byte> bodies = m.subspan(sizeof(merge_head));
+    ASSERT_EQ(bodies.size() % sizeof(std::uint64_t), 0u) << "a body was cut";
+    merged_message got{static_cast<std::uint8_t>(m[0]), {}};
+    for (std::size_t at = 0; at < bodies.size(); at += sizeof(std::uint64_t)) {
+      std::uint64_t v;
+      std::memcpy(&v, bodies.data() + at, sizeof v);
+      got.values.push_back(v);
+    }
+    seen.push_back(std::move(got));
+  });
+}
+
+TEST(TransportFake, MergedMessagesArriveAsOneHeadAndTheirBodiesInOrder) {
+  fake_network net(2);
+  transport& a = net.endpoint(0);
+  ignore_all(a);
+  std::vector<merged_message> seen;
+  record_merged(net.endpoint(1), seen);
+  for (std::uint64_t i = 0; i < 100; ++i) send_value(a, 1, head_of(1), i);
+  a.send(1, head_of(9)); // anything else in between ends the merging: order is kept
+  for (std::uint64_t i = 100; i < 110; ++i) send_value(a, 1, head_of(1), i);
+  for (std::uint64_t i = 110; i < 115; ++i) send_value(a, 1, head_of(2), i); // another head
+  for (std::uint64_t i = 115; i < 120; ++i) send_value(a, 1, head_of(1), i);
+  a.flush();
+  ASSERT_TRUE(poll_until(net, [&] { return seen.size() >= 5; }));
+
+  const auto range = [](std::uint64_t from, std::uint64_t to) {
+    std::vector<std::uint64_t> v;
+    for (std::uint64_t i = from; i < to; ++i) v.push_back(i);
+    return v;
+  };
+  const std::vector<merged_message> expected{
+      {1, range(0, 100)}, {9, {}}, {1, range(100, 110)}, {2, range(110, 115)}, {1, range(115, 120)}};
+  EXPECT_EQ(seen, expected);
+  const transport_stats sa = a.stats();
+  EXPECT_EQ(sa.logical_messages_sent, 121u); // one per call
+  EXPECT_EQ(net.endpoint(1).stats().logical_messages_received, 5u); // one per merged message
+  EXPECT_EQ(sa.mpi_messages_sent, 1u);
+  // Each merged message pays for its frame and head once, each body for itself only.
+  EXPECT_EQ(sa.bytes_sent, 5 * (k_frame_header + sizeof(merge_head)) + 120 * sizeof(std::uint64_t));
+}
+
+TEST(TransportFake, MergedMessagesNeverOutgrowABuffer) {
+  transport_options options;
+  options.buffer_bytes = 256; // a frame header, a head and 27 bodies
+  options.flush_interval = 1h;
+  fake_network net(2, options);
+  transport& a = net.endpoint(0);
+  ignore_all(a);
+  std::vector<merged_message> seen;
+  record_merged(net.endpoint(1), seen);
+  constexpr std::uint64_t k_values = 1000;
+  for (std::uint64_t i = 0; i < k_values; ++i) send_value(a, 1, head_of(1), i);
+  a.flush();
+  std::uint64_t next = 0;
+  ASSERT_TRUE(poll_until(net, [&] {
+    for (; !seen.empty() && next < k_values; seen.erase(seen.begin())) {
+      const merged_message& m = seen.front();
+      EXPECT_LE(k_frame_header + sizeof(merge_head) + m.values.size() * sizeof(std::uint64_t),
+                options.buffer_bytes);
+      EXPECT_EQ(m.values.size(), std::min<std::uint64_t>(27, k_values - next)) << "a buffer left half empty";
+      for (const std::uint64_t v : m.values) EXPECT_EQ(v, next++);
+    }
+    return next == k_values;
+  }));
+  EXPECT_EQ(a.stats().mpi_messages_sent, (k_values + 26) / 27); // one merged message each
+}
+
+TEST(TransportFake, WithoutCoalescingMergedMessagesLeaveAlone) {
+  transport_options options;
+  options.coalesce = false;
+  fake_network net(2, options);
+  transport& a = net.endpoint(0);
+  ignore_all(a);
+  std::vector<merged_message> seen;
+  record_merged(net.endpoint(1), seen);
+  for (std::uint64_t i = 0; i < 10; ++i) send_value(a, 1, head_of(1), i);
+  ASSERT_TRUE(poll_until(net, [&] { return seen.size() == 10; }));
+  for (std::uint64_t i = 0; i < 10; ++i) EXPECT_EQ(seen[i], (merged_message{1, {i}}));
+  EXPECT_EQ(a.stats().mpi_messages_sent, 10u);
+}
+
+TEST(TransportFake, SwitchingCoalescingOffLetsABufferedMergedMessageLeave) {
+  fake_network net(2);
+  transport& a = net.endpoint(0);
+  ignore_all(a);
+  std::vector<merged_message> seen;
+  record_merged(net.endpoint(1), seen);
+  for (std::uint64_t i = 0; i < 5; ++i) send_value(a, 1, head_of(1), i); // buffered
+  a.set_coalescing(false);
+  for (std::uint64_t i = 5; i < 8; ++i) send_value(a, 1, head_of(1), i); // no flush needed
+  ASSERT_TRUE(poll_until(net, [&] { return seen.size() == 3; }));
+  const std::vector<merged_message> expected{{1, {0, 1, 2, 3, 4, 5}}, {1, {6}}, {1, {7}}};
+  EXPECT_EQ(seen, expected);
 }
 
 // ---- ordering and exactly-once --------------------------------------------------------------

@@ -51,6 +51,21 @@ namespace {
   throw std::length_error("apgas transport: message of " + std::to_string(bytes) +
                           " bytes exceeds the limit of " + std::to_string(k_max_message_bytes));
 }
+
+/// a == b, inline and without branches but one: four words. (A call to memcmp cost a sixth of
+/// append_merged, which compares heads on every append.)
+bool same_head(const std::byte* a, const merge_head& b) noexcept {
+  std::uint64_t differ = 0;
+  for (std::size_t i = 0; i < b.size(); i += sizeof(std::uint64_t)) {
+    std::uint64_t x;
+    std::uint64_t y;
+    std::memcpy(&x, a + i, sizeof x);
+    std::memcpy(&y, b.data() + i, sizeof y);
+    differ |= x ^ y;
+  }
+  return differ == 0;
+}
+static_assert(sizeof(merge_head) % sizeof(std::uint64_t) == 0);
 } // namespace
 
 // One destination. Everything but the atomics is guarded by `lock`.
@@ -92,6 +107,11 @@ struct alignas(64) coalescer::slot {
   }
   /// Logical messages appended; written under `lock`, read by stats() without it.
   std::atomic<std::uint64_t> appended{0};
+  /// Where the length prefix of the last frame of `current` starts, if that frame is a
+  /// mergeable message (append_merged) and nothing was appended after it; k_no_merge
+  /// otherwise. Its merge_head follows the prefix.
+  std::size_t merge_at = k_no_merge;
+  static constexpr std::size_t k_no_merge = std::numeric_limits<std::size_t>::max();
 };
 
 coalescer::coalescer(std::size_t destinations, const transport_options& options)
@@ -143,18 +163,23 @@ void coalescer::start_buffer_locked(place_id to, slot& s, std::size_t frame_byte
 void coalescer::seal_locked(slot& s) {
   s.ready.push_back(sealed_buffer{std::move(s.current), s.current_messages});
   s.current_messages = 0;
+  s.merge_at = slot::k_no_merge; // the frame left with its buffer
   // relaxed: a hint for collect_pending(); the buffer itself is published by the slot lock.
   m_ready.fetch_add(1, std::memory_order_relaxed);
 }
 
-template <class Fill>
-coalescer::appended_to coalescer::append_frame_locked(place_id to, std::size_t size, Fill fill) {
+template <class TryMerge, class Fill>
+coalescer::appended_to coalescer::append_frame_locked(place_id to, std::size_t size,
+                                                      TryMerge try_merge, Fill fill,
+                                                      bool mergeable) {
   if (size > k_max_message_bytes)
     throw_too_long(size);
   const std::size_t frame_bytes = k_frame_header + size;
   slot& s = m_slots[to];
   appended_to result;
   std::lock_guard lock(s.lock);
+  if (try_merge(s, result))
+    return result;
   if (!s.current.empty() && s.current.size() + frame_bytes > m_options.buffer_bytes) {
     seal_locked(s); // the new frame would overflow: the full buffer leaves first
     result.sealed = true;
@@ -163,7 +188,9 @@ coalescer::appended_to coalescer::append_frame_locked(place_id to, std::size_t s
   const bool coalesce = m_coalesce.load(std::memory_order_relaxed);
   if (s.current.empty())
     start_buffer_locked(to, s, frame_bytes, coalesce);
+  const std::size_t frame_at = s.current.size();
   fill(start_frame(s.current, size));
+  s.merge_at = mergeable ? frame_at : slot::k_no_merge;
   ++s.current_messages;
   s.count_appended(frame_bytes);
   // What slot::outstanding() computes, with the count we just wrote (we hold the lock).
@@ -176,15 +203,51 @@ coalescer::appended_to coalescer::append_frame_locked(place_id to, std::size_t s
 }
 
 coalescer::appended_to coalescer::append(place_id to, std::span<const std::byte> message) {
-  return append_frame_locked(to, message.size(), [message](std::byte* at) {
-    if (!message.empty()) std::memcpy(at, message.data(), message.size());
-  });
+  return append_frame_locked(
+      to, message.size(), [](slot&, appended_to&) { return false; },
+      [message](std::byte* at) {
+        if (!message.empty()) std::memcpy(at, message.data(), message.size());
+      },
+      false);
 }
 
-coalescer::appended_to coalescer::append_written(place_id to, std::size_t size,
-                               void (*write)(std::byte* at, const void* context) noexcept,
-                               const void* context) {
-  return append_frame_locked(to, size, [write, context](std::byte* at) { write(at, context); });
+coalescer::appended_to coalescer::append_merged(place_id to, const merge_head& head,
+                                                std::size_t body_size,
+                                                void (*write_body)(std::byte* at,
+                                                                   const void* context) noexcept,
+                                                const void* context) {
+  const auto try_merge = [&](slot& s, appended_to& result) {
+    // Only into the last frame, only with the same head, and only within a buffer's size: a
+    // merged frame never makes a buffer larger than a full one. (A buffer started without
+    // coalescing was sealed at once, so merge_at is set only in one started with it.)
+    if (s.merge_at == slot::k_no_merge || s.current.size() + body_size > m_options.buffer_bytes ||
+        !same_head(s.current.data() + s.merge_at + k_frame_header, head))
+      return false;
+    std::byte* length_at = s.current.data() + s.merge_at;
+    std::uint32_t length; // <= buffer_bytes < 2 GiB, see the constructor
+    std::memcpy(&length, length_at, k_frame_header);
+    length += static_cast<std::uint32_t>(body_size);
+    std::memcpy(length_at, &length, k_frame_header);
+    write_body(s.current.extend(body_size), context);
+    ++s.current_messages;
+    s.count_appended(body_size);
+    result.over_bytes = s.outstanding() > m_options.max_outstanding_bytes;
+    // relaxed: see set_coalescing. Switched off since the buffer started: it leaves now, as
+    // after any append without coalescing.
+    if (!m_coalesce.load(std::memory_order_relaxed) ||
+        s.current.size() >= m_options.buffer_bytes) {
+      seal_locked(s);
+      result.sealed = true;
+    }
+    return true;
+  };
+  return append_frame_locked(
+      to, head.size() + body_size, try_merge,
+      [&](std::byte* at) {
+        std::memcpy(at, head.data(), head.size());
+        write_body(at + head.size(), context);
+      },
+      true);
 }
 
 std::optional<sealed_buffer> coalescer::take_alone(place_id to,

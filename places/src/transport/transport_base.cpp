@@ -38,11 +38,12 @@ void transport_base::send(place_id to, std::span<const std::byte> message) {
   after_append(to, m_coalescer.append(to, message));
 }
 
-void transport_base::send_written(place_id to, std::size_t size, message_writer write,
-                                  const void* context) {
+void transport_base::send_merged(place_id to, const merge_head& head,
+                                 std::size_t body_size, message_writer write_body,
+                                 const void* context) {
   if (to >= m_places)
     throw_bad_destination(to, m_places);
-  after_append(to, m_coalescer.append_written(to, size, write, context));
+  after_append(to, m_coalescer.append_merged(to, head, body_size, write_body, context));
 }
 
 void transport_base::after_append(place_id to, coalescer::appended_to appended) {

@@ -39,8 +39,8 @@ public:
   place_id here() const noexcept override { return m_here; }
   place_id places() const noexcept override { return m_places; }
   void send(place_id to, std::span<const std::byte> message) override;
-  void send_written(place_id to, std::size_t size, message_writer write,
-                    const void* context) override;
+  void send_merged(place_id to, const merge_head& head, std::size_t body_size,
+                   message_writer write_body, const void* context) override;
   void send_now(place_id to, std::span<const std::byte> message) override;
   void send_now_framed(place_id to, std::vector<std::byte>& framed) override;
   void flush() override;
@@ -128,7 +128,7 @@ protected:
 
 private:
   void drain_locked(coalescer::seal_mode mode);
-  /// send()'s and send_written()'s end: hands a sealed buffer over, applies back-pressure.
+  /// send()'s and send_merged()'s end: hands a sealed buffer over, applies back-pressure.
   void after_append(place_id to, coalescer::appended_to appended);
   void issue_locked(outgoing_buffer&& out);
   /// send_now()'s and send_now_framed()'s common part: `take_alone` tries to hand the message

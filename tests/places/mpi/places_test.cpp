@@ -99,6 +99,45 @@ TEST(places, plain_asyncs_with_bitwise_and_other_arguments_arrive_intact) {
   EXPECT_EQ(total, 100L * g_rt->places());
 }
 
+/// Three bytes, no padding: bodies of merged messages are not aligned.
+struct odd_sized {
+  std::uint8_t a;
+  std::uint16_t b;
+} __attribute__((packed));
+static_assert(sizeof(odd_sized) == 3 && apgas::detail::is_bitwise_v<odd_sized>);
+
+TEST(places, streams_of_plain_asyncs_travel_merged_and_arrive_split_right) {
+  // Runs of one function with 8-byte arguments and another with 3-byte ones, to one place:
+  // each run travels as one merged message (msg_kind::plain_run). The runs are broken by the
+  // other function, by an async with a string, and by an inner finish (another head): every
+  // async must run once with its own arguments.
+  const long total = g_rt->run([]() -> task<long> {
+    const place_id to = 1 % apgas::places();
+    co_await finish([to]() -> task<> {
+      for (int round = 0; round < 30; ++round) {
+        for (std::uint64_t i = 0; i < 100; ++i)
+          co_await async_at(to, [](std::uint64_t v, int r) {
+            if (v == 1000 * static_cast<std::uint64_t>(r) + 7) g_counter += 1;
+          }, 1000 * static_cast<std::uint64_t>(round) + 7, round);
+        for (int i = 0; i < 50; ++i)
+          co_await async_at(to, [](odd_sized o) {
+            if (o.a == static_cast<std::uint8_t>(o.b % 251)) g_counter += 1;
+          }, odd_sized{static_cast<std::uint8_t>((round * 50 + i) % 251),
+                       static_cast<std::uint16_t>(round * 50 + i)});
+        if (round % 3 == 0)
+          co_await async_at(to, [](std::string s) { if (s == "x") g_counter += 1; }, std::string("x"));
+        if (round % 5 == 0)
+          co_await finish([to]() -> task<> {
+            for (int i = 0; i < 20; ++i)
+              co_await async_at(to, [](std::uint64_t v) { if (v == 3) g_counter += 1; }, std::uint64_t{3});
+          });
+      }
+    });
+    co_return co_await collect_counters();
+  });
+  EXPECT_EQ(total, 30L * 150 + 10 + 6 * 20);
+}
+
 TEST(places, escaping_remote_asyncs_that_hop_further_are_governed_by_the_finish) {
   const long total = g_rt->run([]() -> task<long> {
     co_await finish([]() -> task<> {

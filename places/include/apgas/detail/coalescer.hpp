@@ -4,7 +4,9 @@
 // Framing: a network message is a sequence of frames, each a 32-bit length (native byte order:
 // every place runs the same binary on the same kind of machine) followed by that many bytes.
 // Un-framing validates every length before anything is delivered, so a corrupt network message
-// is rejected as a whole with an error instead of reading out of bounds.
+// is rejected as a whole with an error instead of reading out of bounds. A frame may hold several
+// logical messages merged into one (append_merged: one head, then their bodies); only the
+// sender and the receiver of such messages know how to split them.
 //
 // Locking: one spin lock per destination (appends to different places never contend), plus a small
 // list of "listed" destinations (those with buffered bytes) so that flushing and the
@@ -125,11 +127,18 @@ public:
   /// is full (or always, without coalescing). pre: to < destinations().
   /// Throws std::length_error if message.size() > k_max_message_bytes.
   appended_to append(place_id to, std::span<const std::byte> message);
-  /// @brief Like append(), for a message of `size` bytes that `write(at, context)` writes in
-  /// place, under the buffer's lock (it must not throw nor call the coalescer).
-  appended_to append_written(place_id to, std::size_t size,
-                             void (*write)(std::byte* at, const void* context) noexcept,
-                             const void* context);
+  /// @brief Appends a mergeable message: `head` followed by a body of `body_size` bytes that
+  /// `write_body(at, context)` writes in place, under the buffer's lock (it must not throw nor
+  /// call the coalescer). If the last frame of the buffer of `to` is a mergeable message with
+  /// the same head (byte for byte) and the body fits in the buffer, only the body is appended,
+  /// to that frame (its length grows): the receiver gets one message, the head followed by
+  /// the bodies in order of appending. Otherwise the message starts a frame of its own (which
+  /// later ones may grow). A frame becomes unmergeable once anything else is appended after
+  /// it or its buffer is sealed, so merging never reorders messages. Counted as one logical
+  /// message per call. pre: to < destinations(). Throws std::length_error as append().
+  appended_to append_merged(place_id to, const merge_head& head, std::size_t body_size,
+                            void (*write_body)(std::byte* at, const void* context) noexcept,
+                            const void* context);
 
   /// @brief If nothing is buffered or sealed for `to`, frames `message` alone in a buffer
   /// (from the pool of `to`) and returns it, counted as appended and outstanding, for the
@@ -201,9 +210,13 @@ private:
 
   void start_buffer_locked(place_id to, slot& s, std::size_t frame_bytes, bool coalesce);
   void seal_locked(slot& s);
-  /// The body of append() and append_written(): frames `size` bytes that `fill(at)` writes.
-  template <class Fill>
-  appended_to append_frame_locked(place_id to, std::size_t size, Fill fill);
+  /// The body of append() and append_merged(), under the slot's lock: first
+  /// `try_merge(slot&, appended_to&)` (true: it appended, done), else frames `size` bytes that
+  /// `fill(at)` writes. `mergeable`: that frame is a mergeable message (its first bytes a
+  /// merge_head).
+  template <class TryMerge, class Fill>
+  appended_to append_frame_locked(place_id to, std::size_t size, TryMerge try_merge, Fill fill,
+                                  bool mergeable);
   void lower_next_due(clock::time_point due) noexcept;
 
   const transport_options m_options;

@@ -6,6 +6,10 @@
 //   async    finish_id, code offset, arguments            -> an activity of a proxy finish
 //   plain    the same, for a function that does not suspend: those that arrive in a row for
 //            one finish run in batches (one frame per batch, see flush_arrivals)
+//   plain run  finish_id, code offset, argument bytes n, zeros up to 32 bytes (a merge_head),
+//            then the arguments of one or more plain asyncs, n bytes each: bitwise arguments
+//            of a fixed size, so the transport merges a stream of them into one message
+//            (transport::send_merged)
 //   at       finish_id, code offset, reply token, args    -> the same, which replies at its end
 //   rpc      code offset, reply token, args               -> an `at` of a plain function: runs
 //            where it arrives, in the handler (see on_rpc), and is no activity of any finish
@@ -49,6 +53,7 @@ enum class msg_kind : std::uint8_t {
   plain_async = 7,
   rpc = 8,
   ask = 9,
+  plain_run = 10,
 };
 
 /// @brief Where the value of an `at` goes back to: a place and the waiting awaiter there.
@@ -147,10 +152,10 @@ public:
   /// @brief Counts (as record_send) and sends an activity message begun by start_async.
   void send_async(finish_state& f, place_id to, const std::vector<std::byte>& bytes);
   /// @brief A plain async whose arguments are all bitwise, in one call: counts it (as
-  /// send_async) and has its message written straight into the coalescing buffer, the head and
-  /// then `args_bytes` bytes of arguments by `write_args(at, args)`: no staging copy, the
-  /// same bytes as start_async + serialize + send_async. Nothing of it can throw before it is
-  /// counted and sent.
+  /// send_async) and has its arguments written straight into the coalescing buffer by
+  /// `write_args(at, args)` (`args_bytes` bytes): no staging copy. A stream of them to one
+  /// place for one finish and function travels as one message (msg_kind::plain_run): one head,
+  /// then the arguments of each. Nothing of it can throw between counting and sending.
   void send_plain_async_written(finish_state& f, place_id to, plain_async_invoker inv,
                                 std::size_t args_bytes, transport::message_writer write_args,
                                 const void* args);
@@ -229,6 +234,11 @@ private:
   [[gnu::noinline]] void on_other_message(place_id from, std::span<const std::byte> bytes);
   /// @param message the message after its kind
   void on_plain_async(place_id from, std::span<const std::byte> message);
+  /// @param message the message after its kind
+  void on_plain_run(place_id from, std::span<const std::byte> message);
+  /// @brief The proxy of `id`, gathering arrivals from `from`, and the block of plain asyncs
+  /// they go to (on_plain_async and on_plain_run).
+  plain_arrivals& plain_arrivals_of(const finish_id& id, place_id from);
   void on_rpc(place_id from, byte_reader& r);
   /// @brief True if this place ran an rpc in the last k_rpc_alert (out of line: reads the clock;
   /// only idle workers ask).

@@ -8,9 +8,11 @@
 // per-message software overhead is what kills fine-grained runtimes over MPI (HPX #429, #6105).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <span>
 #include <vector>
@@ -25,6 +27,11 @@ using place_id = std::uint32_t;
 /// @brief Bytes of the length prefix of each frame (a logical message inside a network
 /// message). send_now_framed() takes messages written behind room for it.
 inline constexpr std::size_t k_frame_header = sizeof(std::uint32_t);
+
+/// @brief The head of a mergeable message (transport::send_merged): a fixed size, so that the
+/// coalescer compares two heads in four word compares, without a call to memcmp. Bytes the
+/// sender does not need must be zero (they travel too).
+using merge_head = std::array<std::byte, 32>;
 
 /// @brief Tuning knobs of a transport.
 struct transport_options {
@@ -103,15 +110,21 @@ public:
   /// nor call the transport (it may run under a coalescing buffer's lock).
   using message_writer = void (*)(std::byte* to, const void* context) noexcept;
 
-  /// @brief Like send(), for a message of known size that `write` writes straight into the
-  /// coalescing buffer, without a staging copy (a remote async of bitwise arguments). This
-  /// default writes it to a per-thread scratch buffer and calls send(). Same preconditions
+  /// @brief Like send(), for a message `head` + body whose body (`body_size` bytes) `write_body`
+  /// writes straight into the coalescing buffer, without a staging copy (a remote async of
+  /// bitwise arguments), and which may be merged: if the last message buffered for `to` was
+  /// sent by send_merged with the same head, and its buffer has room, the transport appends
+  /// only the body to it. The receiver's handler then gets one message, the head followed by
+  /// every merged body in order (the head must say how to split them). Messages are never
+  /// reordered: anything else sent to `to` in between starts a new message. This default
+  /// merges nothing: it sends head + body as one message through send(). Same preconditions
   /// and exceptions as send().
-  virtual void send_written(place_id to, std::size_t size, message_writer write,
-                            const void* context) {
+  virtual void send_merged(place_id to, const merge_head& head, std::size_t body_size,
+                           message_writer write_body, const void* context) {
     thread_local std::vector<std::byte> scratch;
-    scratch.resize(size);
-    write(scratch.data(), context);
+    scratch.resize(head.size() + body_size);
+    std::memcpy(scratch.data(), head.data(), head.size());
+    write_body(scratch.data() + head.size(), context);
     send(to, scratch);
   }
 
