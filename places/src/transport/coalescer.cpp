@@ -1,8 +1,6 @@
 // Per-destination coalescing (see coalescer.hpp for the design).
 #include "apgas/detail/coalescer.hpp"
 
-#include "apgas/detail/spin_lock.hpp"
-
 #include <stdexcept>
 #include <string>
 
@@ -51,68 +49,7 @@ namespace {
   throw std::length_error("apgas transport: message of " + std::to_string(bytes) +
                           " bytes exceeds the limit of " + std::to_string(k_max_message_bytes));
 }
-
-/// a == b, inline and without branches but one: four words. (A call to memcmp cost a sixth of
-/// append_merged, which compares heads on every append.)
-bool same_head(const std::byte* a, const merge_head& b) noexcept {
-  std::uint64_t differ = 0;
-  for (std::size_t i = 0; i < b.size(); i += sizeof(std::uint64_t)) {
-    std::uint64_t x;
-    std::uint64_t y;
-    std::memcpy(&x, a + i, sizeof x);
-    std::memcpy(&y, b.data() + i, sizeof y);
-    differ |= x ^ y;
-  }
-  return differ == 0;
-}
-static_assert(sizeof(merge_head) % sizeof(std::uint64_t) == 0);
 } // namespace
-
-// One destination. Everything but the atomics is guarded by `lock`.
-// alignas(64): slots of different destinations are written by different threads.
-struct alignas(64) coalescer::slot {
-  // A spin lock: held for a copy of one message (or a buffer move), and almost never contended
-  // (one sender per destination at a time, usually); a mutex cost ~60 instructions per remote
-  // async, an eighth of its sending.
-  spin_lock lock;
-  byte_buffer current;                ///< the buffer being filled
-  std::uint32_t current_messages = 0; ///< logical messages in `current`
-  clock::time_point due{};            ///< when `current` must leave (valid if non-empty)
-  std::vector<sealed_buffer> ready;   ///< sealed, waiting for collect(), in sealing order
-  std::vector<byte_buffer> pool;      ///< recycled buffers
-  bool listed = false;                ///< in m_active or in collect()'s m_scan
-  /// Bytes appended and bytes completed, since the start: the difference is what is
-  /// outstanding (read as a hint: back-pressure, idle). Two counts rather than one that goes up
-  /// and down: appended_bytes has one writer at a time (under `lock`), so appending costs a
-  /// load and a store, not an atomic read-modify-write per message; completed_bytes is added
-  /// to by whoever completes a send (any thread, no lock), once per network message.
-  std::atomic<std::uint64_t> appended_bytes{0};
-  std::atomic<std::uint64_t> completed_bytes{0};
-  /// appended_bytes - completed_bytes, never negative. Any thread.
-  std::uint64_t outstanding() const noexcept {
-    // acquire: a completion seen here was of bytes whose append happened before it (and
-    // before the completer's release), so the appended count read next includes them.
-    const std::uint64_t done = completed_bytes.load(std::memory_order_acquire);
-    // relaxed: see above; an append not seen yet only makes the answer a little low.
-    return appended_bytes.load(std::memory_order_relaxed) - done;
-  }
-  /// Under `lock`: counts one more logical message of `frame_bytes`, at enqueue time, so
-  /// that back-pressure and idle tests see it at once.
-  void count_appended(std::uint64_t frame_bytes) noexcept {
-    // relaxed: one writer at a time (the lock holder); the appending thread reads them back
-    // right after (coherence), other readers use them as a hint or a statistic.
-    appended_bytes.store(appended_bytes.load(std::memory_order_relaxed) + frame_bytes,
-                         std::memory_order_relaxed);
-    appended.store(appended.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  }
-  /// Logical messages appended; written under `lock`, read by stats() without it.
-  std::atomic<std::uint64_t> appended{0};
-  /// Where the length prefix of the last frame of `current` starts, if that frame is a
-  /// mergeable message (append_merged) and nothing was appended after it; k_no_merge
-  /// otherwise. Its merge_head follows the prefix.
-  std::size_t merge_at = k_no_merge;
-  static constexpr std::size_t k_no_merge = std::numeric_limits<std::size_t>::max();
-};
 
 coalescer::coalescer(std::size_t destinations, const transport_options& options)
     : m_options(options), m_coalesce(options.coalesce), m_destinations(destinations),
@@ -211,35 +148,14 @@ coalescer::appended_to coalescer::append(place_id to, std::span<const std::byte>
       false);
 }
 
-coalescer::appended_to coalescer::append_merged(place_id to, const merge_head& head,
-                                                std::size_t body_size,
-                                                void (*write_body)(std::byte* at,
-                                                                   const void* context) noexcept,
-                                                const void* context) {
+coalescer::appended_to coalescer::append_merged_framed(place_id to, const merge_head& head,
+                                                       std::size_t body_size,
+                                                       message_writer write_body,
+                                                       const void* context) {
+  // The merge is tried again under the lock the new frame takes: another sender may have
+  // started a frame with this head since append_merged looked.
   const auto try_merge = [&](slot& s, appended_to& result) {
-    // Only into the last frame, only with the same head, and only within a buffer's size: a
-    // merged frame never makes a buffer larger than a full one. (A buffer started without
-    // coalescing was sealed at once, so merge_at is set only in one started with it.)
-    if (s.merge_at == slot::k_no_merge || s.current.size() + body_size > m_options.buffer_bytes ||
-        !same_head(s.current.data() + s.merge_at + k_frame_header, head))
-      return false;
-    std::byte* length_at = s.current.data() + s.merge_at;
-    std::uint32_t length; // <= buffer_bytes < 2 GiB, see the constructor
-    std::memcpy(&length, length_at, k_frame_header);
-    length += static_cast<std::uint32_t>(body_size);
-    std::memcpy(length_at, &length, k_frame_header);
-    write_body(s.current.extend(body_size), context);
-    ++s.current_messages;
-    s.count_appended(body_size);
-    result.over_bytes = s.outstanding() > m_options.max_outstanding_bytes;
-    // relaxed: see set_coalescing. Switched off since the buffer started: it leaves now, as
-    // after any append without coalescing.
-    if (!m_coalesce.load(std::memory_order_relaxed) ||
-        s.current.size() >= m_options.buffer_bytes) {
-      seal_locked(s);
-      result.sealed = true;
-    }
-    return true;
+    return try_merge_locked(s, head, body_size, write_body, context, result);
   };
   return append_frame_locked(
       to, head.size() + body_size, try_merge,
