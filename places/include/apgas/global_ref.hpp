@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <unordered_map>
 
 namespace apgas {
@@ -33,13 +34,12 @@ public:
   T* operator->() const { return &**this; }
   friend bool operator==(const global_ref&, const global_ref&) = default;
 
-  template <class A>
-  void serialize(A& a) {
-    a & m_home & m_address;
-  }
-
 private:
+  // No serialize(): a reference travels as its 16 bytes (trivially copyable, no padding), so
+  // a plain async that carries one has bitwise arguments, and a stream of them to one place
+  // travels merged (transport::send_merged).
   place_id m_home = 0;
+  std::uint32_t m_zero = 0;     ///< fills what would be padding (its bytes travel too)
   std::uintptr_t m_address = 0; ///< meaningful only at m_home
 };
 
@@ -117,13 +117,15 @@ public:
   }
   std::uint64_t id() const noexcept { return m_id; }
 
-  template <class A>
-  void serialize(A& a) {
-    a & m_id;
-  }
-
 private:
-  std::uint64_t m_id = 0;
+  std::uint64_t m_id = 0; ///< the handle travels as this (bitwise, see global_ref)
 };
+
+static_assert(detail::is_bitwise_v<global_ref<int>> &&
+                  std::has_unique_object_representations_v<global_ref<int>>,
+              "a global_ref travels as its bytes, all of them set");
+static_assert(detail::is_bitwise_v<place_local<int>> &&
+                  std::has_unique_object_representations_v<place_local<int>>,
+              "a place_local handle travels as its bytes, all of them set");
 
 } // namespace apgas
