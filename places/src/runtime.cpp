@@ -112,8 +112,8 @@ std::string runtime::message_stats() const {
   s += fmt::format("  {:<34} {}\n", "finishes that went remote", rd(c.finishes_distributed));
   s += fmt::format("  {:<34} {} logical in {} MPI messages ({:.1f} per message)\n",
                    "sent", t.logical_messages_sent, t.mpi_messages_sent, ratio);
-  s += fmt::format("  {:<34} {} logical in {} MPI messages\n", "received",
-                   t.logical_messages_received, t.mpi_messages_received);
+  s += fmt::format("  {:<34} {} logical in {} MPI messages (a merged stream counts once)\n",
+                   "received", t.logical_messages_received, t.mpi_messages_received);
   s += fmt::format("  {:<34} {} sent, {} received\n", "bytes", t.bytes_sent, t.bytes_received);
   s += fmt::format("  {:<34} {}\n", "back-pressure waits", t.backpressure_waits);
   s += fmt::format("  {:<34} {}\n", "MPI sends in flight, at most", t.peak_sends_in_flight);

@@ -63,7 +63,8 @@ struct transport_options {
 /// only: it never becomes an MPI message. Coalescing ratio = logical / mpi (remote traffic).
 struct transport_stats {
   std::uint64_t logical_messages_sent = 0;     ///< send() calls, counted when enqueued
-  std::uint64_t logical_messages_received = 0; ///< handler calls
+  /// Handler calls: a merged message (send_merged) counts once, however many it holds.
+  std::uint64_t logical_messages_received = 0;
   std::uint64_t mpi_messages_sent = 0;         ///< network messages to other places
   std::uint64_t mpi_messages_received = 0;     ///< network messages from other places
   std::uint64_t bytes_sent = 0;                ///< network bytes (frames included)
