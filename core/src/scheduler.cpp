@@ -36,7 +36,8 @@ constexpr int k_spin_pauses = 1;
 // ---- worker: the slow paths of the strand protocol ------------------------------------------
 
 std::coroutine_handle<> worker::end_strand(finish_state* f, deque_item next,
-                                           bool was_work_first_child) noexcept {
+                                           bool was_work_first_child,
+                                           std::uint32_t units) noexcept {
   if (next != 0 && is_continuation(next)) {
     // We took a continuation that its child will not join: it now runs as a strand of its
     // own. relaxed: sequenced before our release-decrement below, which orders it before any
@@ -58,16 +59,16 @@ std::coroutine_handle<> worker::end_strand(finish_state* f, deque_item next,
     if (m_deferred_end != nullptr && m_deferred_end != f) flush_deferred_ends();
     if (next != 0 && promise_of(next)->m_finish == f) {
       m_deferred_end = f;
-      ++m_deferred_ends;
+      m_deferred_ends += units;
       return promise_of(next)->m_self;
     }
-    const std::uint64_t ends = 1 + std::exchange(m_deferred_ends, 0);
+    const std::uint64_t ends = units + std::exchange(m_deferred_ends, 0);
     m_deferred_end = nullptr;
     g_remote_hooks.end_proxy_strands(*f, ends);
     if (next != 0) return promise_of(next)->m_self;
     return std::noop_coroutine();
   }
-  if (f->release_strand()) {
+  if (f->release_strand(units)) {
     const std::coroutine_handle<> then = f->on_complete();
     if (next == 0) return then;
     if (then.address() == std::noop_coroutine().address()) return promise_of(next)->m_self;

@@ -2,6 +2,7 @@
 #include "test_support.hpp"
 
 #include <atomic>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -219,6 +220,57 @@ TEST_P(finish_semantics, finish_all_returns_every_result) {
     EXPECT_EQ(hits.load(), 30); // escaping asyncs of a finish_all task are waited for too
   };
   rt().run(three);
+}
+
+// Help-first: a strand that ends and pops the next help-first strand of its finish hands its
+// count over to it (no atomic operation), up to what a strand can carry (255 ends); then it
+// counts its ends down. Long chains, with failures among them: every async counted, every
+// exception gathered, and both seen only after the last one ended.
+TEST_P(finish_semantics, help_first_hand_overs_longer_than_a_strand_can_carry) {
+  constexpr int k_asyncs = 3 * 255 + 7;
+  std::atomic<int> counter{0};
+  int after = -1;
+  std::size_t failures = 0;
+  rt().run([&]() -> task<> {
+    try {
+      co_await finish(apgas::policy::help_first, [&]() -> task<> {
+        for (int i = 0; i < k_asyncs; ++i) {
+          co_await async([&counter, i]() -> task<> {
+            counter.fetch_add(1, std::memory_order_relaxed);
+            if (i % 100 == 99) throw std::runtime_error("async " + std::to_string(i));
+            co_return;
+          });
+        }
+      });
+    } catch (const apgas::multiple_exceptions& e) {
+      failures = e.exceptions().size();
+    }
+    after = counter.load(std::memory_order_relaxed);
+  });
+  EXPECT_EQ(after, k_asyncs);
+  EXPECT_EQ(failures, static_cast<std::size_t>(k_asyncs / 100));
+}
+
+// A help-first async that took counts over keeps them while it waits for a nested finish
+// (whose tasks other workers may steal, so that it resumes elsewhere) and gives them back
+// when it ends, wherever that is; meanwhile it starts more asyncs of the outer finish.
+task<> wait_then_spawn(std::atomic<int>& counter, int fanout) {
+  co_await apgas::finish_all(bump(counter), spawn_and_return(counter, 3));
+  for (int i = 0; i < fanout; ++i) co_await async(bump(counter)); // escape to the outer finish
+}
+
+TEST_P(finish_semantics, help_first_hand_overs_move_with_a_strand_that_waits) {
+  constexpr int k_asyncs = 300;
+  constexpr int k_fanout = 5;
+  std::atomic<int> counter{0};
+  int after = -1;
+  rt().run([&]() -> task<> {
+    co_await finish(apgas::policy::help_first, [&]() -> task<> {
+      for (int i = 0; i < k_asyncs; ++i) co_await async(wait_then_spawn(counter, k_fanout));
+    });
+    after = counter.load(std::memory_order_relaxed);
+  });
+  EXPECT_EQ(after, k_asyncs * (1 + 3 + k_fanout));
 }
 
 APGAS_INSTANTIATE_CONFIGS(finish_semantics);

@@ -146,7 +146,7 @@ public:
     // chain above: the tasks' own help-first asyncs would sit above an uncounted task.)
     // relaxed: published to thieves by the deque pushes (release).
     m_state.m_count.store(static_cast<std::int64_t>(k_count), std::memory_order_relaxed);
-    for (std::size_t i = 0; i + 1 < k_count; ++i) w.push(as_independent(promises[i]));
+    for (std::size_t i = 0; i + 1 < k_count; ++i) w.push(as_fresh_strand(promises[i]));
     return w.transfer(promises[k_count - 1]->m_self);
   }
   [[gnu::always_inline]] auto await_resume() {

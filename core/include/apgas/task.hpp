@@ -35,8 +35,9 @@ constexpr void require_apgas_caller() {
 
 /// @brief The end of every apgas frame.
 ///
-/// A strand (an activity) that ends in one of the two common ways, joining its parent
-/// implicitly or ending the last strand of its finish, decides what its worker runs next in
+/// A strand (an activity) that ends in one of the three common ways, joining its parent
+/// implicitly, ending the last strand of its finish or handing its count over to a help-first
+/// strand it pops (see end_strand_inline), decides what its worker runs next in
 /// await_ready and does not suspend: the frame is then destroyed by the coroutine itself, and
 /// the worker loop resumes that next frame (see worker::set_next). Why: with GCC, destroy()
 /// re-enters the whole coroutine function (prologue, dispatch, epilogue), about a tenth of the
@@ -99,7 +100,7 @@ struct promise_common : promise_base {
   std::suspend_always initial_suspend() const noexcept { return {}; }
   final_awaiter final_suspend() noexcept { return {*this}; }
   void unhandled_exception() noexcept {
-    if (m_role == role::strand) m_finish->add_exception(std::current_exception());
+    if (m_role != role::call) m_finish->add_exception(std::current_exception());
     else m_call->error = std::current_exception(); // the caller's call_awaiter rethrows it
   }
 };

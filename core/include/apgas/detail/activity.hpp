@@ -15,6 +15,16 @@
 // finish consumes all of its items before its waiter goes on. So a child's parent
 // continuation is either at the bottom of its worker's deque or was taken (and counted), and
 // thieves take the oldest items first.
+//
+// Handing a count over (help-first's counterpart of the implicit join): a strand without a
+// parent continuation that ends and pops a fresh help-first strand of its own finish (the
+// next task of a help-first finish_all, a help-first child: counted, and without a parent
+// continuation either) does not decrement the count: the popped strand takes its unit over
+// and gives it back at its own end, together with its own (promise_base::m_role counts
+// them). The count then exceeds the number of live strands by the units they carry, never
+// falls below it, so the finish cannot complete early; and a strand that is ending and finds
+// the count equal to its units is the last (is_last_strand). So a help-first finish_all
+// whose tasks are not stolen costs no atomic read-modify-write either.
 #pragma once
 
 #include "apgas/detail/spin_lock.hpp"
@@ -60,10 +70,13 @@ struct call_link {
 /// @brief Fields shared by every apgas coroutine promise. Written by the thread that runs the
 /// frame; read by a thief only after it acquired the frame through the deque.
 struct promise_base {
+  /// Any value above role::strand is a strand too: see m_role.
   enum class role : std::uint8_t {
-    call,   ///< awaited in sequence by its caller (`co_await t`)
-    strand, ///< an activity of its own: an async, a finish body, or the root
+    call = 0,   ///< awaited in sequence by its caller (`co_await t`)
+    strand = 1, ///< an activity of its own: an async, a finish body, or the root
   };
+  /// The most units a strand carries (see m_role): what its byte holds.
+  static constexpr std::uint32_t k_max_strand_units = 255;
 
   // No default initialisers: whoever starts a frame (call_awaiter, spawn, finish, finish_all,
   // the root, the places layer) sets the fields its role uses, and a frame destroyed without
@@ -75,22 +88,49 @@ struct promise_base {
     promise_base* m_parent; ///< role::strand, work-first: the parent whose continuation was pushed
     call_link* m_call;      ///< role::call: the caller, and where an exception goes
   };
+  /// role::call, or for a strand its units: how many strand ends its own end accounts for
+  /// in its finish's count, its own (role::strand is one) plus those handed over to it (see
+  /// the top of this file). In the role's byte, not a field of its own, so that whoever
+  /// starts a strand (here or in the places layer) initialises them by writing
+  /// role::strand; tests for the role compare with role::call.
   role m_role;
+
+  std::uint32_t strand_units() const noexcept { return static_cast<std::uint8_t>(m_role); }
+  void set_strand_units(std::uint32_t units) noexcept {
+    m_role = static_cast<role>(static_cast<std::uint8_t>(units));
+  }
 };
 
-/// @brief A deque item is a promise pointer; the low bit says whether the item is a
-/// continuation that may still be joined implicitly by the child that pushed it.
+/// @brief A deque item is a promise pointer with two tag bits. Bit 0: a continuation that
+/// may still be joined implicitly by the child that pushed it (not counted yet). Bit 1: a
+/// fresh help-first strand (a child or task that has not started: role::strand with one
+/// unit, no parent continuation, counted), whose count an ending strand of its finish that
+/// pops it may hand over to it without looking at its frame (see end_strand_inline). An
+/// item with neither is counted.
 using deque_item = std::uintptr_t;
+static_assert(alignof(promise_base) >= 4, "deque items keep two tag bits in the pointer");
 inline deque_item as_continuation(promise_base* p) noexcept {
   return reinterpret_cast<deque_item>(p) | 1U;
 }
 inline deque_item as_independent(promise_base* p) noexcept {
   return reinterpret_cast<deque_item>(p);
 }
+inline deque_item as_fresh_strand(promise_base* p) noexcept {
+  return reinterpret_cast<deque_item>(p) | 2U;
+}
 inline deque_item make_independent(deque_item item) noexcept { return item & ~deque_item{1}; }
 inline bool is_continuation(deque_item item) noexcept { return (item & 1U) != 0; }
+inline bool is_fresh_strand(deque_item item) noexcept {
+  // (item & 3) == 2, written with the item - 2 that fresh_strand_of computes: one register.
+  return ((item - 2U) & 3U) == 0;
+}
 inline promise_base* promise_of(deque_item item) noexcept {
-  return reinterpret_cast<promise_base*>(item & ~deque_item{1});
+  return reinterpret_cast<promise_base*>(item & ~deque_item{3});
+}
+/// pre: is_fresh_strand(item). (A subtraction, which the compiler folds into the offsets of
+/// the frame's fields, where promise_of's mask costs an instruction.)
+inline promise_base* fresh_strand_of(deque_item item) noexcept {
+  return reinterpret_cast<promise_base*>(item - 2U);
 }
 
 /// @brief The state of one finish: a count of live strands, the continuation to resume when
@@ -137,37 +177,47 @@ struct finish_state {
   /// units, a call per finish.
   std::vector<std::exception_ptr>* m_exceptions = nullptr;
 
-  /// @brief True if the calling strand, which is ending, is the last one (see release_strand).
-  [[gnu::always_inline]] bool is_last_strand() const noexcept {
+  /// @brief True if `ending`, a strand of this finish that is ending, is the last one (see
+  /// release_strand): if the count holds its units only (see promise_base::m_role).
+  /// Meaningless for a proxy (its count also rises from outside: no count is final): the
+  /// caller tests m_reopenable too.
+  [[gnu::always_inline]] bool is_last_strand(const promise_base& ending) const noexcept {
     // acquire: see the writes of the strands that ended before us.
-    return !m_reopenable && m_count.load(std::memory_order_acquire) == 1;
+    const std::int64_t count = m_count.load(std::memory_order_acquire);
+    // The units are read after the load, where GCC compares with the byte loaded afresh
+    // rather than with a widened copy of the role it tested before (an instruction more).
+    return count == ending.strand_units();
   }
 
-  /// @brief Ends one strand; true if it was the last (the caller then completes the finish).
-  bool release_strand() noexcept {
+  /// @brief Ends a strand that carries `units`; true if it was the last (the caller then
+  /// completes the finish).
+  bool release_strand(std::uint32_t units) noexcept {
     if (m_reopenable) [[unlikely]] { // a proxy: the places layer handles a count of zero
-      g_remote_hooks.end_proxy_strands(*this, 1);
+      g_remote_hooks.end_proxy_strands(*this, units);
       return false;
     }
-    // Fast path: a count of one seen by a strand that is ending means it is the last one.
-    // Every increment of the count is made by a live strand of this finish (a thief or owner
-    // taking one of its continuations, a help-first push, a remote spawn), and each such
+    // Fast path: a count equal to the units of a strand that is ending means it is the last
+    // one. Every increment of the count is made by a live strand of this finish (a thief or
+    // owner taking one of its continuations, a help-first push, a remote spawn), and each such
     // increment is ordered before the ending strand's load through that strand's own history
-    // (the steal lock, or program order), so a one here cannot be stale. acquire: see the
-    // writes of the strands that ended before us.
+    // (the steal lock, or program order), so the count read here cannot be stale; the units
+    // it carries beyond its own are ends of strands that ran on this worker before it, whose
+    // counting is in its history too. acquire: see the writes of the strands that ended
+    // before us.
+    const auto n = static_cast<std::int64_t>(units);
     std::int64_t count = m_count.load(std::memory_order_acquire);
-    if (count == 1) return true;
+    if (count == n) return true;
     // A compare-exchange rather than a fetch_sub: the strand that leaves only an open remote
-    // part (count k_remote_part + 1) tells the places layer before its end is counted, while
-    // the finish cannot complete. Decided on the value it replaces, so two strands ending
-    // at once cannot both miss it. acq_rel: release our strand's writes to whoever completes
-    // the finish; acquire the others' if we are the one who completes it (and, for the hook,
-    // the remote part's opening, see open_remote_part).
+    // part (count k_remote_part + its units) tells the places layer before its end is
+    // counted, while the finish cannot complete. Decided on the value it replaces, so two
+    // strands ending at once cannot both miss it. acq_rel: release our strand's writes to
+    // whoever completes the finish; acquire the others' if we are the one who completes it
+    // (and, for the hook, the remote part's opening, see open_remote_part).
     for (;;) {
-      if (count == k_remote_part + 1) [[unlikely]] g_remote_hooks.home_quiet(*this);
-      if (m_count.compare_exchange_weak(count, count - 1, std::memory_order_acq_rel,
+      if (count == k_remote_part + n) [[unlikely]] g_remote_hooks.home_quiet(*this);
+      if (m_count.compare_exchange_weak(count, count - n, std::memory_order_acq_rel,
                                         std::memory_order_acquire))
-        return count == 1;
+        return count == n;
     }
   }
 

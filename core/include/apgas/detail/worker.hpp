@@ -88,10 +88,11 @@ public:
   /// requests and finish reports are not left waiting until this place runs out of work.
   static constexpr std::uint32_t k_busy_poll_pushes = 1024;
 
-  /// @brief Owner only: the end of a strand that did not join its parent implicitly.
-  /// `next` is what the owner popped (0 if nothing); returns what to resume.
+  /// @brief Owner only: the end of a strand that did not join its parent implicitly nor
+  /// hand its count over. `next` is what the owner popped (0 if nothing), `units` what the
+  /// strand carried (see promise_base::m_role); returns what to resume.
   std::coroutine_handle<> end_strand(finish_state* f, deque_item next,
-                                     bool was_work_first_child) noexcept;
+                                     bool was_work_first_child, std::uint32_t units) noexcept;
 
   /// @brief Owner only: the running activity suspends until an external event (a reply from
   /// another place, a clock phase) resumes it, maybe on another worker. Whatever is at the
@@ -193,7 +194,7 @@ inline policy g_default_policy = policy::work_first;
   // the deque push (release) orders this increment before the child's decrement.
   f->m_count.fetch_add(1, std::memory_order_relaxed);
   child.m_parent = nullptr;
-  w.push(as_independent(&child));
+  w.push(as_fresh_strand(&child));
   return w.transfer(parent.m_self); // resuming ourselves nests too when not a tail call
 }
 
@@ -202,13 +203,20 @@ inline policy g_default_policy = policy::work_first;
 inline constexpr deque_item k_not_popped = ~deque_item{0};
 
 /// @brief The end of an activity's frame (role::strand), first half, run before the frame is
-/// destroyed: handles the two common endings without publishing anything to other threads.
+/// destroyed: handles the three common endings without publishing anything to other threads.
 ///  - The strand joins its parent implicitly: the parent's continuation is still at the
 ///    bottom of our deque.
 ///  - The strand has no parent continuation (a finish body, a help-first child, the last task
 ///    of a finish_all) and is the last of its finish, which has a waiter: the deque is left
 ///    alone, so that the waiter can still join its own parent implicitly when it ends (see
-///    release_strand for why a count of one seen here is final).
+///    release_strand for why a count equal to the strand's units seen here is final).
+///  - The strand has no parent continuation and pops a fresh help-first strand of its finish
+///    (see as_fresh_strand): it hands its count over to that strand (see the top of
+///    activity.hpp). Only to such a strand: the outermost frame of a strand (a role::call
+///    frame's end is no strand's end) without a parent continuation (whose end would join
+///    it implicitly: the units would have to follow) that carries nothing yet (one unit, its
+///    own: the sum fits in the byte unless we carry the most already).
+///    Not for a proxy (the places layer counts its ends, see worker::end_strand).
 /// Then it sets what the worker runs next and returns true: the frame is destroyed when the
 /// caller returns, before that next frame runs. Otherwise returns false, with what it popped
 /// (or k_not_popped) in `popped`, for finish_strand.
@@ -216,19 +224,38 @@ inline constexpr deque_item k_not_popped = ~deque_item{0};
   finish_state* f = p.m_finish;
   promise_base* parent = p.m_parent;
   worker& w = *t_worker;
-  if (parent == nullptr && f->is_last_strand()) {
+  // `popped` is written only where we return false (it lives in the frame: a store saved on
+  // the paths that do not suspend).
+  if (parent != nullptr) {
+    const deque_item item = w.m_deque.pop();
+    if (item != as_continuation(parent)) {
+      popped = item;
+      return false;
+    }
+    w.set_next(parent->m_self);
+    return true;
+  }
+  // The proxy test second: a strand that is not the last (the first task of a help-first
+  // finish_all to end) skips it. (is_last_strand's answer for a proxy is just ignored.)
+  if (f->is_last_strand(p) && !f->m_reopenable) {
     // A root finish (no waiter) completes after the frame is gone: its waiter is another
     // thread, which may tear everything down as soon as it sees the completion.
     if (f->m_waiter == nullptr) return false;
     w.set_next(f->m_waiter->m_self);
     return true;
   }
-  popped = w.m_deque.pop();
-  if (parent != nullptr && popped == as_continuation(parent)) {
-    w.set_next(parent->m_self);
-    return true;
+  const deque_item item = w.m_deque.pop();
+  const std::uint32_t units = p.strand_units();
+  if (!is_fresh_strand(item) || f->m_reopenable || fresh_strand_of(item)->m_finish != f ||
+      units >= promise_base::k_max_strand_units) {
+    popped = item;
+    return false;
   }
-  return false;
+  promise_base* next = fresh_strand_of(item);
+  // The popped strand is ours alone now (we took it from our deque): a plain write.
+  next->set_strand_units(units + 1);
+  w.set_next(next->m_self);
+  return true;
 }
 
 /// @brief The end of an activity's frame, second half, when end_strand_inline returned false:
@@ -237,10 +264,11 @@ inline constexpr deque_item k_not_popped = ~deque_item{0};
 inline std::coroutine_handle<> finish_strand(promise_base& p, deque_item popped) noexcept {
   finish_state* f = p.m_finish;
   const bool was_work_first_child = p.m_parent != nullptr;
+  const std::uint32_t units = p.strand_units();
   worker& w = *t_worker;
   p.m_self.destroy();
   if (popped == k_not_popped) return w.transfer(f->on_complete()); // the last strand of a root finish
-  return w.transfer(w.end_strand(f, popped, was_work_first_child));
+  return w.transfer(w.end_strand(f, popped, was_work_first_child, units));
 }
 
 } // namespace apgas::detail
