@@ -283,12 +283,20 @@ void record_merged(transport& t, std::vector<merged_message>& seen) {
   });
 }
 
-TEST(TransportFake, MergedMessagesArriveAsOneHeadAndTheirBodiesInOrder) {
-  fake_network net(2);
+/// Two places: place 0 sends (a), place 1 records what arrives (seen).
+struct merged_pair {
+  explicit merged_pair(const transport_options& options = {}) : net(2, options) {
+    ignore_all(a);
+    record_merged(net.endpoint(1), seen);
+  }
+  fake_network net;
   transport& a = net.endpoint(0);
-  ignore_all(a);
   std::vector<merged_message> seen;
-  record_merged(net.endpoint(1), seen);
+};
+
+TEST(TransportFake, MergedMessagesArriveAsOneHeadAndTheirBodiesInOrder) {
+  merged_pair p;
+  auto& [net, a, seen] = p;
   for (std::uint64_t i = 0; i < 100; ++i) send_value(a, 1, head_of(1), i);
   a.send(1, head_of(9)); // anything else in between ends the merging: order is kept
   for (std::uint64_t i = 100; i < 110; ++i) send_value(a, 1, head_of(1), i);
@@ -317,11 +325,8 @@ TEST(TransportFake, MergedMessagesNeverOutgrowABuffer) {
   transport_options options;
   options.buffer_bytes = 256; // a frame header, a head and 27 bodies
   options.flush_interval = 1h;
-  fake_network net(2, options);
-  transport& a = net.endpoint(0);
-  ignore_all(a);
-  std::vector<merged_message> seen;
-  record_merged(net.endpoint(1), seen);
+  merged_pair p(options);
+  auto& [net, a, seen] = p;
   constexpr std::uint64_t k_values = 1000;
   for (std::uint64_t i = 0; i < k_values; ++i) send_value(a, 1, head_of(1), i);
   a.flush();
@@ -342,11 +347,8 @@ TEST(TransportFake, MergedMessagesNeverOutgrowABuffer) {
 TEST(TransportFake, WithoutCoalescingMergedMessagesLeaveAlone) {
   transport_options options;
   options.coalesce = false;
-  fake_network net(2, options);
-  transport& a = net.endpoint(0);
-  ignore_all(a);
-  std::vector<merged_message> seen;
-  record_merged(net.endpoint(1), seen);
+  merged_pair p(options);
+  auto& [net, a, seen] = p;
   for (std::uint64_t i = 0; i < 10; ++i) send_value(a, 1, head_of(1), i);
   ASSERT_TRUE(poll_until(net, [&] { return seen.size() == 10; }));
   for (std::uint64_t i = 0; i < 10; ++i) EXPECT_EQ(seen[i], (merged_message{1, {i}}));
@@ -354,11 +356,8 @@ TEST(TransportFake, WithoutCoalescingMergedMessagesLeaveAlone) {
 }
 
 TEST(TransportFake, SwitchingCoalescingOffLetsABufferedMergedMessageLeave) {
-  fake_network net(2);
-  transport& a = net.endpoint(0);
-  ignore_all(a);
-  std::vector<merged_message> seen;
-  record_merged(net.endpoint(1), seen);
+  merged_pair p;
+  auto& [net, a, seen] = p;
   for (std::uint64_t i = 0; i < 5; ++i) send_value(a, 1, head_of(1), i); // buffered
   a.set_coalescing(false);
   for (std::uint64_t i = 5; i < 8; ++i) send_value(a, 1, head_of(1), i); // no flush needed
