@@ -531,6 +531,12 @@ proxy& place_engine::arrive(const finish_id& id, place_id from) {
 
 namespace {
 
+/// Bytes of entries a block of plain asyncs holds at most before it is made runnable, even in
+/// the middle of a delivery: a merged message may hold a whole buffer of asyncs, and one poll
+/// delivers up to 512 messages (their entries' offsets are 32-bit, and the next block
+/// reserves what the largest one held).
+constexpr std::size_t k_max_plain_block_bytes = std::size_t{1} << 20;
+
 /// Largest batch of plain asyncs run on one frame: a stream of tiny asyncs (a counter update,
 /// a table update) then costs a frame, a deque push and a strand end per 64 asyncs instead
 /// of per async, while one batch of costly ones stays short next to a whole network message.
@@ -562,6 +568,10 @@ task<> run_plain_batch(std::shared_ptr<const plain_arrivals> arrived, std::size_
 } // namespace
 
 plain_arrivals& place_engine::plain_arrivals_of(const finish_id& id, place_id from) {
+  // A full block is counted and made runnable now (as at the end of the batch), and a new
+  // one begins: blocks stay small enough for their offsets and for the reserve of the next.
+  if (m_plain != nullptr && m_plain->bytes.size() >= k_max_plain_block_bytes) [[unlikely]]
+    flush_arrivals();
   // Not counted yet, and not freed meanwhile (as in on_activity). The arguments are kept as
   // bytes and deserialized when the batch runs: a failure then is that activity's exception.
   proxy& px = find_proxy(id);
@@ -614,20 +624,26 @@ void place_engine::on_plain_run(place_id from, std::span<const std::byte> messag
   const std::span<const std::byte> args = r.read_span(r.remaining());
   if (args_bytes == 0 || args.empty() || args.size() % args_bytes != 0) [[unlikely]]
     throw_bad_run(m_here, from, args.size(), args_bytes);
-  plain_arrivals& block = plain_arrivals_of(id, from);
-  // One entry per async, as on_plain_async makes them: code offset, then its arguments.
-  const std::size_t n = args.size() / args_bytes;
+  // One entry per async, as on_plain_async makes them: code offset, then its arguments. A
+  // run may hold more than a block should (see k_max_plain_block_bytes): it is split.
   const std::size_t entry_bytes = sizeof code + args_bytes;
-  std::size_t at = block.bytes.size(); // entries stay below 2 GiB (see on_plain_async)
-  std::byte* out = block.bytes.extend(n * entry_bytes);
-  const std::size_t first = block.starts.size();
-  block.starts.resize(first + n);
-  std::uint32_t* starts = block.starts.data() + first;
   const std::byte* in = args.data();
-  for (std::size_t i = 0; i < n; ++i, at += entry_bytes, out += entry_bytes, in += args_bytes) {
-    starts[i] = static_cast<std::uint32_t>(at);
-    std::memcpy(out, &code, sizeof code);
-    std::memcpy(out + sizeof code, in, args_bytes);
+  for (std::size_t left = args.size() / args_bytes; left != 0;) {
+    plain_arrivals& block = plain_arrivals_of(id, from);
+    std::size_t at = block.bytes.size();
+    const std::size_t room =
+        at < k_max_plain_block_bytes ? (k_max_plain_block_bytes - at) / entry_bytes : 0;
+    const std::size_t n = std::min(left, std::max<std::size_t>(room, 1));
+    std::byte* out = block.bytes.extend(n * entry_bytes);
+    const std::size_t first = block.starts.size();
+    block.starts.resize(first + n);
+    std::uint32_t* starts = block.starts.data() + first;
+    for (std::size_t i = 0; i < n; ++i, at += entry_bytes, out += entry_bytes, in += args_bytes) {
+      starts[i] = static_cast<std::uint32_t>(at);
+      std::memcpy(out, &code, sizeof code);
+      std::memcpy(out + sizeof code, in, args_bytes);
+    }
+    left -= n;
   }
 }
 
