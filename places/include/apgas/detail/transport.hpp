@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <span>
 #include <vector>
@@ -117,17 +116,10 @@ public:
   /// sent by send_merged with the same head, and its buffer has room, the transport appends
   /// only the body to it. The receiver's handler then gets one message, the head followed by
   /// every merged body in order (the head must say how to split them). Messages are never
-  /// reordered: anything else sent to `to` in between starts a new message. This default
-  /// merges nothing: it sends head + body as one message through send(). Same preconditions
-  /// and exceptions as send().
+  /// reordered: anything else sent to `to` in between starts a new message. Same
+  /// preconditions and exceptions as send().
   virtual void send_merged(place_id to, const merge_head& head, std::size_t body_size,
-                           message_writer write_body, const void* context) {
-    thread_local std::vector<std::byte> scratch;
-    scratch.resize(head.size() + body_size);
-    std::memcpy(scratch.data(), head.data(), head.size());
-    write_body(scratch.data() + head.size(), context);
-    send(to, scratch);
-  }
+                           message_writer write_body, const void* context) = 0;
 
   /// @brief Like send(), for a message somebody waits for (an `at` request or its reply): it
   /// leaves at once, behind whatever was buffered for `to` before it. When nothing is buffered
