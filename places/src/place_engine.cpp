@@ -37,8 +37,6 @@ namespace {
 
 std::atomic<place_engine*> g_engine{nullptr}; // the engine of this process (acq_rel publish)
 
-/// The anchor code offsets are measured from: a function of this library.
-[[gnu::noinline]] void code_anchor() noexcept { std::fputs("", stderr); }
 
 std::string demangle(const char* name) {
   int status = 0;
@@ -104,39 +102,6 @@ struct proxy {
   bool deferred = false;     ///< a report is owed and held (on the engine's deferred list)
 };
 
-/// The distributed state of a finish at its home.
-struct home_link {
-  explicit home_link(place_id places)
-      : touched_words((places + 63) / 64),
-        touched(std::make_unique<std::atomic<std::uint64_t>[]>(touched_words)) {}
-  finish_id id;
-  home_tally tally;
-  /// Places that may hold a proxy (told at cleanup), a bit each: one atomic operation per
-  /// send instead of a lock and a search (and places / 8 bytes per distributed finish).
-  std::size_t touched_words;
-  std::unique_ptr<std::atomic<std::uint64_t>[]> touched;
-  /// @return true if p was not touched before.
-  bool touch(place_id p) {
-    std::atomic<std::uint64_t>& word = touched[p / 64];
-    const std::uint64_t bit = std::uint64_t{1} << (p % 64);
-    // relaxed: the bits are read by the cleanup, after the finish ended (all its strands'
-    // writes are acquired through its count); the load skips the RMW for known places.
-    if ((word.load(std::memory_order_relaxed) & bit) != 0) return false;
-    return (word.fetch_or(bit, std::memory_order_relaxed) & bit) == 0;
-  }
-  template <class F>
-  void for_each_touched(F&& f) const {
-    for (std::size_t i = 0; i < touched_words; ++i) {
-      std::uint64_t bits = touched[i].load(std::memory_order_relaxed); // see touch()
-      while (bits != 0) {
-        const int b = __builtin_ctzll(bits);
-        bits &= bits - 1;
-        f(static_cast<place_id>(i * 64 + static_cast<std::size_t>(b)));
-      }
-    }
-  }
-};
-
 place_engine::place_engine(scheduler& sched, std::unique_ptr<transport> net,
                            std::chrono::microseconds report_hold_max)
     : m_sched(sched), m_net(std::move(net)), m_here(m_net->here()), m_places(m_net->places()),
@@ -187,15 +152,7 @@ void place_engine::check_place(place_id p) const {
   if (p >= m_places) throw bad_place(p, m_places);
 }
 
-std::int64_t place_engine::code_offset(const void* fn) noexcept {
-  return reinterpret_cast<std::intptr_t>(fn) -
-         reinterpret_cast<std::intptr_t>(reinterpret_cast<const void*>(&code_anchor));
-}
-
-const void* place_engine::code_at(std::int64_t offset) noexcept {
-  return reinterpret_cast<const void*>(
-      reinterpret_cast<std::intptr_t>(reinterpret_cast<const void*>(&code_anchor)) + offset);
-}
+void code_anchor() noexcept { std::fputs("", stderr); }
 
 // ---- progress --------------------------------------------------------------------------------
 
@@ -282,11 +239,12 @@ namespace {
   throw std::logic_error("apgas: an activity of a finish_pattern::spmd finish started a "
                          "remote activity in it (use a nested finish for that)");
 }
-[[noreturn, gnu::cold, gnu::noinline]] void throw_spmd_second(place_id to) {
+} // namespace
+
+void place_engine::throw_spmd_second(place_id to) {
   throw std::logic_error(fmt::format("apgas: a finish_pattern::spmd finish started a second "
                                      "activity at place {}", to));
 }
-} // namespace
 
 void place_engine::record_send(finish_state& f, place_id to) { count_send(f, to); }
 
@@ -297,15 +255,7 @@ void place_engine::record_send(finish_state& f, place_id to) { count_send(f, to)
     px->tally.on_send(to);
     return;
   }
-  home_link& link = home_link_of(f);
-  if (!link.touch(to) && is_spmd(link.id)) throw_spmd_second(to);
-  // The remote part of f counts in f's count while it is open. The caller is a live strand
-  // of f, and the message that could close the part is sent after this.
-  if (link.tally.on_send(to)) {
-    f.open_remote_part();
-    // relaxed: a hint (see expecting_messages); closed again in apply_report.
-    m_awaited.add();
-  }
+  count_home_send(f, home_link_of(f), to);
 }
 
 namespace {
@@ -392,10 +342,10 @@ void place_engine::send_async(finish_state& f, place_id to, const std::vector<st
   send_message(to, std::span<const std::byte>(bytes).subspan(k_frame_header));
 }
 
-void place_engine::send_plain_async_written(finish_state& f, place_id to, plain_async_invoker inv,
-                                            std::size_t args_bytes,
-                                            transport::message_writer write_args,
-                                            const void* args) {
+void place_engine::send_plain_async_other(finish_state& f, place_id to, plain_async_invoker inv,
+                                          std::size_t args_bytes,
+                                          transport::message_writer write_args,
+                                          const void* args) {
   const finish_id id = send_id_of(f);
   const std::int64_t code = code_offset(reinterpret_cast<const void*>(inv));
   if (args_bytes == 0) [[unlikely]] {
@@ -407,11 +357,7 @@ void place_engine::send_plain_async_written(finish_state& f, place_id to, plain_
   }
   // The argument size is part of the head: only asyncs of the same finish, function and
   // argument size merge, and the receiver splits the message by it.
-  merge_head head{}; // zeros after the fields
-  const auto fields = pack_head(static_cast<std::uint8_t>(msg_kind::plain_run), id.home,
-                                id.serial, code, static_cast<std::uint32_t>(args_bytes));
-  static_assert(fields.size() <= std::tuple_size_v<merge_head>);
-  std::memcpy(head.data(), fields.data(), fields.size());
+  const merge_head head = plain_run_head(id, code, args_bytes);
   count_async_sent(f, to);
   m_net->send_merged(to, head, args_bytes, write_args, args);
 }

@@ -33,6 +33,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -97,7 +98,44 @@ struct engine_counters {
 };
 
 struct proxy;
-struct home_link;
+
+/// The anchor that code offsets are measured from: a function of this library (see
+/// place_engine::code_offset).
+[[gnu::noinline]] void code_anchor() noexcept;
+
+/// @brief The distributed state of a finish at its home. In the header for the inline send
+/// path of a remote async (place_engine::send_plain_async_written).
+struct home_link {
+  explicit home_link(place_id places)
+      : touched_words((places + 63) / 64),
+        touched(std::make_unique<std::atomic<std::uint64_t>[]>(touched_words)) {}
+  finish_id id;
+  home_tally tally;
+  /// Places that may hold a proxy (told at cleanup), a bit each: one atomic operation per
+  /// send instead of a lock and a search (and places / 8 bytes per distributed finish).
+  std::size_t touched_words;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> touched;
+  /// @return true if p was not touched before.
+  bool touch(place_id p) {
+    std::atomic<std::uint64_t>& word = touched[p / 64];
+    const std::uint64_t bit = std::uint64_t{1} << (p % 64);
+    // relaxed: the bits are read by the cleanup, after the finish ended (all its strands'
+    // writes are acquired through its count); the load skips the RMW for known places.
+    if ((word.load(std::memory_order_relaxed) & bit) != 0) return false;
+    return (word.fetch_or(bit, std::memory_order_relaxed) & bit) == 0;
+  }
+  template <class F>
+  void for_each_touched(F&& f) const {
+    for (std::size_t i = 0; i < touched_words; ++i) {
+      std::uint64_t bits = touched[i].load(std::memory_order_relaxed); // see touch()
+      while (bits != 0) {
+        const int b = __builtin_ctzll(bits);
+        bits &= bits - 1;
+        f(static_cast<place_id>(i * 64 + static_cast<std::size_t>(b)));
+      }
+    }
+  }
+};
 
 /// @brief Plain asyncs of one finish delivered in a row, shared by the batches that run them.
 struct plain_arrivals {
@@ -138,8 +176,14 @@ public:
 
   // ---- used by async_at / at ----
   /// @brief Position of a function in this binary, the same at every place.
-  static std::int64_t code_offset(const void* fn) noexcept;
-  static const void* code_at(std::int64_t offset) noexcept;
+  static std::int64_t code_offset(const void* fn) noexcept {
+    return reinterpret_cast<std::intptr_t>(fn) -
+           reinterpret_cast<std::intptr_t>(reinterpret_cast<const void*>(&code_anchor));
+  }
+  static const void* code_at(std::int64_t offset) noexcept {
+    return reinterpret_cast<const void*>(
+        reinterpret_cast<std::intptr_t>(reinterpret_cast<const void*>(&code_anchor)) + offset);
+  }
   /// @brief Counts an activity of `f` sent to `to` (before it is sent).
   void record_send(finish_state& f, place_id to);
   /// @brief Starts the message of an activity of `f` (a per-thread buffer holding its head):
@@ -156,9 +200,24 @@ public:
   /// `write_args(at, args)` (`args_bytes` bytes): no staging copy. A stream of them to one
   /// place for one finish and function travels as one message (msg_kind::plain_run): one head,
   /// then the arguments of each. Nothing of it can throw between counting and sending.
+  /// Inline for a home finish already distributed (a stream's common case): no call between
+  /// the caller's co_await and the transport.
   void send_plain_async_written(finish_state& f, place_id to, plain_async_invoker inv,
                                 std::size_t args_bytes, transport::message_writer write_args,
-                                const void* args);
+                                const void* args) {
+    // The finish's link is there from its first remote activity on; see home_link_of.
+    void* link = f.m_reopenable || args_bytes == 0
+                     ? nullptr
+                     : std::atomic_ref<void*>(f.m_remote).load(std::memory_order_acquire);
+    if (link == nullptr) [[unlikely]]
+      return send_plain_async_other(f, to, inv, args_bytes, write_args, args);
+    home_link& home = *static_cast<home_link*>(link);
+    const merge_head head = plain_run_head(home.id, code_offset(reinterpret_cast<const void*>(inv)),
+                                           args_bytes);
+    count_home_send(f, home, to);
+    m_counters.activities_sent.add();
+    m_net->send_merged(to, head, args_bytes, write_args, args);
+  }
   /// @brief As start_async, for the body of an `at` whose value comes back to `sink`.
   std::vector<std::byte>& start_at(finish_state& f, at_invoker inv, reply_sink* sink);
   /// @brief As start_at, for a plain function: it runs as soon as it arrives, inside the
@@ -224,6 +283,39 @@ public:
   std::string describe_open_finishes() const;
 
 private:
+  /// @brief send_plain_async_written's other cases, out of line: an activity of a proxy, a
+  /// function without arguments, or the first remote activity of a home finish.
+  void send_plain_async_other(finish_state& f, place_id to, plain_async_invoker inv,
+                              std::size_t args_bytes, transport::message_writer write_args,
+                              const void* args);
+  /// @brief The head of a msg_kind::plain_run message (see on_plain_run): kind, finish id,
+  /// code offset, argument size, then zeros.
+  static merge_head plain_run_head(const finish_id& id, std::int64_t code,
+                                   std::size_t args_bytes) noexcept {
+    merge_head head{};
+    const auto kind = static_cast<std::uint8_t>(msg_kind::plain_run);
+    const auto n = static_cast<std::uint32_t>(args_bytes);
+    std::byte* at = head.data();
+    std::memcpy(at, &kind, sizeof kind);
+    std::memcpy(at += sizeof kind, &id.home, sizeof id.home);
+    std::memcpy(at += sizeof id.home, &id.serial, sizeof id.serial);
+    std::memcpy(at += sizeof id.serial, &code, sizeof code);
+    std::memcpy(at += sizeof code, &n, sizeof n);
+    return head;
+  }
+  /// @brief count_send for a home finish whose link exists (inline: every remote async of
+  /// a stream from home passes here).
+  void count_home_send(finish_state& f, home_link& link, place_id to) {
+    if (!link.touch(to) && is_spmd(link.id)) throw_spmd_second(to);
+    // The remote part of f counts in f's count while it is open. The caller is a live strand
+    // of f, and the message that could close the part is sent after this.
+    if (link.tally.on_send(to)) {
+      f.open_remote_part();
+      // relaxed: a hint (see expecting_messages); closed again in apply_report.
+      m_awaited.add();
+    }
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] static void throw_spmd_second(place_id to);
   /// @brief record_send's body (inline: send_async calls it too).
   void count_send(finish_state& f, place_id to);
   /// @brief count_send and the statistics of one remote async (both ways of sending one).
