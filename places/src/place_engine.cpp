@@ -281,19 +281,6 @@ finish_id get_finish_id(byte_reader& r) {
 } // namespace
 
 namespace {
-/// Writes the head of a message in one append: scalars in their native bytes, exactly as
-/// serialize() writes them (the receiver reads them with deserialize), without one vector
-/// append per field (a remote async's head costs a tenth of its sending otherwise).
-template <class... T>
-auto pack_head(const T&... fields) {
-  static_assert((std::is_trivially_copyable_v<T> && ...));
-  constexpr std::size_t k_bytes = (sizeof(T) + ...);
-  std::array<std::byte, k_bytes> head;
-  std::size_t at = 0;
-  ((std::memcpy(head.data() + at, &fields, sizeof(T)), at += sizeof(T)), ...);
-  return head;
-}
-
 /// Makes `out` room for the transport's frame header followed by `fields`, packed: one resize
 /// (which shrinks a reused buffer, without a fill) and one copy.
 template <class... T>
