@@ -98,6 +98,16 @@ struct pod {
   friend bool operator==(const pod&, const pod&) = default;
 };
 
+/// Bitwise (trivially copyable, no padding) but not trivially default constructible: a vector
+/// of these is read without first value-initialising its elements (see read_value).
+struct with_defaults {
+  std::int32_t m_a = 7;
+  std::int32_t m_b = -1;
+  friend bool operator==(const with_defaults&, const with_defaults&) = default;
+};
+static_assert(apgas::detail::is_bitwise_v<with_defaults>);
+static_assert(!std::is_trivially_default_constructible_v<with_defaults>);
+
 /// A user type with a member serialize(): strings, containers, a nested user type, C array.
 struct inner {
   std::string m_name;
@@ -574,6 +584,8 @@ TEST(RoundTrip, Vectors) {
   check(std::vector<pod>{pod{1, 1.0, {'x', 'y', 'z'}, color::red}});
   check(std::vector<std::array<int, 3>>{{1, 2, 3}, {4, 5, 6}});
   check(std::vector<color>{color::red, color::blue});
+  check(std::vector<with_defaults>{{1, 2}, {3, 4}, {}});
+  check(std::vector<with_defaults>{});
   EXPECT_EQ(apgas::serialized_size(std::vector<int>{1, 2, 3}), 8U + 12U);
 }
 

@@ -534,9 +534,19 @@ T read_value(byte_reader& r) {
                   std::is_default_constructible_v<element>) {
       const std::size_t n = r.read_length(sizeof(element));
       const std::span<const std::byte> bytes = r.read_span(n * sizeof(element));
-      // Built from the bytes in one pass: resize would zero-fill the elements first.
-      return T(unaligned_elements<element>(bytes.data()),
-               unaligned_elements<element>(bytes.data() + bytes.size()));
+      if constexpr (std::is_trivially_default_constructible_v<element>) {
+        // Zero-filled, then copied over: two passes, but a memset and a memcpy. Built from the
+        // bytes element by element instead (one pass, an unaligned read each) it took twice as
+        // long at 1 KiB (88 against 42 ns) and 1.4 times at 64 KiB: that loop does not
+        // vectorize at -O2.
+        T v(n);
+        if (n != 0) std::memcpy(v.data(), bytes.data(), bytes.size());
+        return v;
+      } else {
+        // Element constructors would run before the copy: one pass instead.
+        return T(unaligned_elements<element>(bytes.data()),
+                 unaligned_elements<element>(bytes.data() + bytes.size()));
+      }
     } else {
       const std::size_t n = r.read_length(min_element_bytes<element>());
       T c;
