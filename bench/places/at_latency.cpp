@@ -1,5 +1,7 @@
 // bench_at_latency: the round trip of `at` from place 0 to place 1 against a raw MPI ping-pong
-// (MPI_Send/MPI_Recv on MPI_COMM_WORLD) of the same payload, in the same run.
+// (MPI_Send/MPI_Recv on MPI_COMM_WORLD) of the same payload, in the same run. A second table
+// splits the difference: a ping-pong made of the MPI calls the transport makes (see
+// transport_pattern) tells the cost of that way of using MPI from the runtime's own path.
 //
 //   mpiexec -n 2 ... bench_at_latency [--iters N] [--warmup W] [--sizes 8,1024,65536]
 //                                     [--raw-phase before|between] [--mpi-thread serialized|multiple]
@@ -18,6 +20,7 @@
 // if the main thread were free to use MPI then; with --mpi-thread multiple that is legal.
 #include "common.hpp"
 
+#include <array>
 #include <cstring>
 #include <sstream>
 
@@ -55,6 +58,114 @@ std::vector<double> raw_ping_pong(std::size_t bytes, int iters, int warmup) {
     } else if (me == 1) {
       MPI_Recv(buf.data(), count, MPI_BYTE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       MPI_Send(buf.data(), count, MPI_BYTE, 0, tag, MPI_COMM_WORLD);
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  return samples;
+}
+
+/// The MPI floor of the runtime's transport: the calls it makes for an `at` and its reply,
+/// without the runtime around them. Receives from any source, of the transport's posted size,
+/// posted in a ring and polled with MPI_Test (a slot taken is posted again at the next poll);
+/// sends by MPI_Isend and one MPI_Test (an incomplete send is tested again at each poll). On a
+/// communicator of its own, as the runtime's. The gap between this and the raw ping-pong is
+/// the cost of that way of using MPI; the gap between this and `at` is the runtime's own path.
+class transport_pattern {
+public:
+  transport_pattern() {
+    MPI_Comm_dup(MPI_COMM_WORLD, &m_comm);
+    for (std::size_t i = 0; i < k_slots; ++i) {
+      m_buffers[i].resize(k_posted_bytes);
+      post(i);
+    }
+  }
+  transport_pattern(const transport_pattern&) = delete;
+  transport_pattern& operator=(const transport_pattern&) = delete;
+  ~transport_pattern() {
+    for (MPI_Request& r : m_receives) {
+      if (r == MPI_REQUEST_NULL) continue;
+      MPI_Cancel(&r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+    MPI_Waitall(static_cast<int>(m_sends.size()), m_sends.data(), MPI_STATUSES_IGNORE);
+    MPI_Comm_free(&m_comm);
+  }
+
+  void send(const std::vector<std::uint64_t>& v, int to) {
+    MPI_Request r = MPI_REQUEST_NULL;
+    MPI_Isend(v.data(), static_cast<int>(v.size() * 8), MPI_BYTE, to, 0, m_comm, &r);
+    int done = 0;
+    MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+    if (done == 0) m_sends.push_back(r);
+  }
+
+  /// Polls until the next message arrives, and copies it into `v`.
+  void receive(std::vector<std::uint64_t>& v) {
+    for (;;) {
+      for (; m_unposted > 0; --m_unposted) post((m_next + k_slots - m_unposted) % k_slots);
+      if (!m_sends.empty()) complete_sends();
+      int flag = 0;
+      MPI_Status status;
+      MPI_Test(&m_receives[m_next], &flag, &status);
+      if (flag == 0) continue;
+      int count = 0;
+      MPI_Get_count(&status, MPI_BYTE, &count);
+      if (static_cast<std::size_t>(count) != v.size() * 8)
+        fail(fmt::format("transport pattern: {} bytes received, {} expected", count, v.size() * 8));
+      std::memcpy(v.data(), m_buffers[m_next].data(), v.size() * 8);
+      ++m_unposted;
+      m_next = (m_next + 1) % k_slots;
+      return;
+    }
+  }
+
+private:
+  /// As the transport's (mpi_transport.cpp): 4 posted receives of 128 KiB.
+  static constexpr std::size_t k_slots = 4;
+  static constexpr std::size_t k_posted_bytes = std::size_t{128} * 1024;
+
+  void post(std::size_t i) {
+    MPI_Irecv(m_buffers[i].data(), static_cast<int>(k_posted_bytes), MPI_BYTE, MPI_ANY_SOURCE,
+              MPI_ANY_TAG, m_comm, &m_receives[i]);
+  }
+  void complete_sends() {
+    std::vector<int> done(m_sends.size());
+    int count = 0;
+    MPI_Testsome(static_cast<int>(m_sends.size()), m_sends.data(), &count, done.data(),
+                 MPI_STATUSES_IGNORE);
+    if (count > 0)
+      std::erase(m_sends, MPI_REQUEST_NULL);
+  }
+
+  MPI_Comm m_comm = MPI_COMM_NULL;
+  std::array<std::vector<std::byte>, k_slots> m_buffers;
+  std::array<MPI_Request, k_slots> m_receives{};
+  std::size_t m_next = 0;
+  std::size_t m_unposted = 0;
+  std::vector<MPI_Request> m_sends;
+};
+
+/// The transport pattern's ping-pong: as raw_ping_pong, with transport_pattern's calls.
+std::vector<double> pattern_ping_pong(std::size_t bytes, int iters, int warmup) {
+  const int me = world_rank();
+  std::vector<std::uint64_t> buf(bytes / 8, 0x5a5a5a5a5a5a5a5aULL);
+  std::vector<std::uint64_t> sent = buf;
+  std::vector<double> samples;
+  samples.reserve(static_cast<std::size_t>(iters));
+  transport_pattern net; // collective (MPI_Comm_dup)
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (int i = -warmup; i < iters; ++i) {
+    if (me == 0) {
+      stamp(sent, static_cast<std::uint64_t>(i + warmup));
+      const auto t0 = clock::now();
+      net.send(sent, 1);
+      net.receive(buf);
+      const double dt = seconds_since(t0);
+      if (i >= 0) samples.push_back(dt);
+      if (buf != sent) fail(fmt::format("transport pattern: wrong echo at iteration {}", i));
+    } else if (me == 1) {
+      net.receive(buf);
+      net.send(buf, 0);
     }
   }
   MPI_Barrier(MPI_COMM_WORLD);
@@ -155,6 +266,7 @@ int main(int argc, char** argv) {
   // VM's cores more than most); taking turns puts both sides in the same conditions.
   const int per_round = iters / rounds;
   std::vector<std::vector<double>> raw(sizes.size());
+  std::vector<std::vector<double>> pattern(sizes.size()); // transport_pattern's ping-pong
   std::vector<at_samples> at(sizes.size());
   apgas::place_id here = 0;
   std::string description;
@@ -163,8 +275,10 @@ int main(int argc, char** argv) {
   };
   for (int round = 0; round < rounds; ++round) {
     if (raw_phase == "before")
-      for (std::size_t k = 0; k < sizes.size(); ++k)
+      for (std::size_t k = 0; k < sizes.size(); ++k) {
         append(raw[k], raw_ping_pong(sizes[k], per_round, warmup));
+        append(pattern[k], pattern_ping_pong(sizes[k], per_round, warmup));
+      }
     apgas::runtime rt(opts); // leaves MPI initialised: init_mpi's, not its own
     watchdog dog(rt, watchdog_s);
     here = rt.here();
@@ -178,7 +292,10 @@ int main(int argc, char** argv) {
       watchdog::phase() = "between runs";
       // Between runs: every place's main thread is out of run() (place 0 may be a little
       // ahead, which blocking MPI calls tolerate), but the workers still poll MPI.
-      if (raw_phase == "between") append(raw[k], raw_ping_pong(sizes[k], per_round, warmup));
+      if (raw_phase == "between") {
+        append(raw[k], raw_ping_pong(sizes[k], per_round, warmup));
+        append(pattern[k], pattern_ping_pong(sizes[k], per_round, warmup));
+      }
     }
   }
 
@@ -205,6 +322,22 @@ int main(int argc, char** argv) {
     }
     fmt::print("\ntarget: at median <= {:.1f} x raw median at every size: {}\n", target,
                pass ? "PASS" : "MISS");
+    // The same medians split in two: what the transport's way of calling MPI costs over the
+    // ping-pong (measured by transport_pattern, in the same rounds), and what the runtime's
+    // own path adds on top (serializing, handlers, scheduling, the awaiting coroutine).
+    fmt::print("\nwhere the time goes (medians, us): the transport's MPI calls alone (posted "
+               "receives polled with MPI_Test, MPI_Isend + MPI_Test), then the runtime's own path\n\n");
+    fmt::print("| payload | raw | transport's MPI calls | at | MPI calls over raw | runtime over MPI "
+               "calls |\n");
+    fmt::print("|---:|---:|---:|---:|---:|---:|\n");
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      const double r = summarize(raw[k]).median;
+      const double p = summarize(pattern[k]).median;
+      const double a = summarize(at[k].seconds).median;
+      fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {:+.2f} ({:.2f} x) | {:+.2f} |\n",
+                 human_bytes(sizes[k]), r * 1e6, p * 1e6, a * 1e6, (p - r) * 1e6, p / r,
+                 (a - p) * 1e6);
+    }
     std::fflush(stdout);
   }
   return 0;
