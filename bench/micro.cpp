@@ -11,6 +11,9 @@
 //   steal_latency  time from making one task stealable to its start on the other worker
 //                  (2 workers; see the comment above BM_apgas_steal_latency)
 //   tbb_*          the same with tbb::task_group (a task_group plays the finish)
+//   proxy_send     a distributed finish's count of one remote async sent from a place that
+//                  is not its home (proxy_tally::on_send), to random places among P; its peer
+//                  flat_list_send is the flat list it replaced (a scan per send, O(P))
 //
 // How apgas is timed: the benchmark loop itself runs inside the root activity of a runtime
 // (`rt.run([&]() -> task<> { for (auto _ : state) ... })`), so an iteration costs what the
@@ -22,6 +25,7 @@
 // and replaces it when a benchmark needs another count; TBB benchmarks drop it first so that
 // its idle workers do not compete. Benchmarks are registered grouped by worker count.
 #include <apgas/apgas.hpp>
+#include <apgas/detail/finish_protocol.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -286,7 +290,53 @@ void spawn_join_args(benchmark::internal::Benchmark* b) {
         b->Args({policy, k, workers});
 }
 
+/// Random destinations among `places` (a xorshift: cheaper than the count it feeds).
+struct random_places {
+  std::uint64_t x = 0x9E3779B97F4A7C15ULL;
+  std::uint32_t places;
+  std::uint32_t next() {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return static_cast<std::uint32_t>(x % places);
+  }
+};
+
+void BM_proxy_send(benchmark::State& state) {
+  apgas::detail::proxy_tally tally;
+  random_places to{.places = static_cast<std::uint32_t>(state.range(0))};
+  for (auto _ : state) tally.on_send(to.next());
+  benchmark::DoNotOptimize(tally);
+  state.SetItemsProcessed(state.iterations());
+}
+
+/// The peer: the proxy's count as it was (a flat list of (place, count), scanned per send),
+/// under the same kind of lock.
+void BM_flat_list_send(benchmark::State& state) {
+  apgas::detail::spin_lock lock;
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> sent;
+  random_places to{.places = static_cast<std::uint32_t>(state.range(0))};
+  for (auto _ : state) {
+    const std::uint32_t p = to.next();
+    std::lock_guard guard(lock);
+    bool found = false;
+    for (auto& [q, n] : sent) {
+      if (q == p) {
+        ++n;
+        found = true;
+        break;
+      }
+    }
+    if (!found) sent.emplace_back(p, 1);
+  }
+  benchmark::DoNotOptimize(sent);
+  state.SetItemsProcessed(state.iterations());
+}
+
 } // namespace
+
+BENCHMARK(BM_proxy_send)->ArgName("places")->RangeMultiplier(8)->Range(2, 4096);
+BENCHMARK(BM_flat_list_send)->ArgName("places")->RangeMultiplier(8)->Range(2, 4096);
 
 // Registered grouped by worker count, so that the runtime is rebuilt rarely.
 BENCHMARK(BM_apgas_call_empty)

@@ -313,4 +313,37 @@ TEST(finish_protocol, proxy_reports_reset_the_counts) {
   EXPECT_TRUE(again.sent.empty());
 }
 
+TEST(finish_protocol, a_proxy_counts_sends_to_many_places_exactly) {
+  // Random access at thousands of places: a proxy sends to every place, in no order. Runs to
+  // one place, a few places (the scan) and many (the index), across two reports.
+  proxy_tally p;
+  for (int report = 0; report < 2; ++report) {
+    std::map<place_id, std::uint64_t> expected;
+    const auto send = [&](place_id to) {
+      p.on_send(to);
+      ++expected[to];
+    };
+    send(5);
+    send(5); // a run
+    for (place_id i = 0; i < 6; ++i) send(i % 3); // a few places: scanned
+    std::uint64_t x = 12345 + static_cast<std::uint64_t>(report);
+    for (int i = 0; i < 20000; ++i) { // many: indexed
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      const auto to = static_cast<place_id>((x >> 33) % 1000);
+      send(to);
+      if (i % 7 == 0) send(to); // runs in between
+    }
+    const finish_report r = p.take_report(finish_id{0, 1}, 1);
+    const std::map<place_id, std::uint64_t> got(r.sent.begin(), r.sent.end());
+    EXPECT_EQ(got.size(), r.sent.size()) << "one entry per place";
+    EXPECT_EQ(got, expected) << "report " << report;
+  }
+  // After a report, the counts start again from nothing (the index too).
+  p.on_send(999);
+  p.on_send(3);
+  p.on_send(999);
+  const finish_report last = p.take_report(finish_id{0, 1}, 1);
+  EXPECT_EQ(last.sent, (std::vector<std::pair<place_id, std::uint64_t>>{{999, 2}, {3, 1}}));
+}
+
 } // namespace

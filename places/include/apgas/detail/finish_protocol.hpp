@@ -232,15 +232,17 @@ public:
   /// k_stream_activities (see the top of this file). pre: the caller's lock.
   std::uint64_t received_from_home() const noexcept { return m_received_from_home; }
   /// @brief An activity of the finish is sent from here to `to` (before it is sent).
-  void on_send(place_id to) {
+  /// Constant time whatever the number of destinations: a send to the place of the previous
+  /// one is an increment; another finds its entry by a scan of a few, or through an index once
+  /// there are more (a place of a run over thousands of places may send to every one of them,
+  /// as random access does).
+  [[gnu::always_inline]] void on_send(place_id to) {
     std::lock_guard guard(m_lock);
-    for (auto& [p, n] : m_sent) {
-      if (p == to) {
-        ++n;
-        return;
-      }
+    if (m_last < m_sent.size() && m_sent[m_last].first == to) [[likely]] {
+      ++m_sent[m_last].second;
+      return;
     }
-    m_sent.emplace_back(to, 1);
+    count_elsewhere(to);
   }
   /// @brief Takes the counts for a report (every received activity has ended) and resets.
   /// pre: the caller's lock (see above).
@@ -249,15 +251,57 @@ public:
     finish_report r{id, here, m_next_seq++, m_received, std::move(m_sent)};
     m_received = 0;
     m_sent.clear();
+    m_index.clear();
+    m_last = 0;
     return r;
   }
 
 private:
+  /// Destinations up to which a scan of m_sent finds an entry faster than a hash lookup.
+  static constexpr std::size_t k_scan_limit = 8;
+
+  /// A send to another place than the previous one. pre: m_lock held.
+  [[gnu::noinline]] void count_elsewhere(place_id to) {
+    if (m_index.empty()) {
+      for (std::size_t i = 0; i < m_sent.size(); ++i) {
+        if (m_sent[i].first == to) {
+          m_last = i;
+          ++m_sent[i].second;
+          return;
+        }
+      }
+      if (m_sent.size() < k_scan_limit) {
+        m_sent.emplace_back(to, 1);
+        m_last = m_sent.size() - 1;
+        return;
+      }
+      // One destination more than a scan is worth: index them all from now on.
+      m_index.reserve(2 * k_scan_limit);
+      for (std::size_t i = 0; i < m_sent.size(); ++i) m_index.emplace(m_sent[i].first, i);
+    }
+    if (const auto it = m_index.find(to); it != m_index.end()) {
+      m_last = it->second;
+    } else {
+      m_sent.emplace_back(to, 0);
+      try {
+        m_index.emplace(to, m_sent.size() - 1);
+      } catch (...) { // out of memory: the send fails uncounted, and the two stay in step
+        m_sent.pop_back();
+        throw;
+      }
+      m_last = m_sent.size() - 1;
+    }
+    ++m_sent[m_last].second;
+  }
+
   spin_lock m_lock;             ///< guards m_sent (on_send comes from any strand)
   std::uint64_t m_received = 0; ///< guarded by the caller's lock
   std::uint64_t m_received_from_home = 0; ///< guarded by the caller's lock
   std::uint64_t m_next_seq = 0; ///< guarded by the caller's lock
-  std::vector<std::pair<place_id, std::uint64_t>> m_sent; ///< few destinations: a flat list
+  std::vector<std::pair<place_id, std::uint64_t>> m_sent; ///< guarded by m_lock; the report's
+  std::size_t m_last = 0; ///< guarded by m_lock: the entry of the previous send (if any)
+  std::unordered_map<place_id, std::size_t> m_index; ///< guarded by m_lock: m_sent's entries,
+                                                      ///< once there are more than k_scan_limit
 };
 
 } // namespace apgas::detail
