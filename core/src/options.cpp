@@ -84,6 +84,13 @@ const std::span<const knob> knobs() {
          o.coalesce_bytes = parse_unsigned(w, v, 64, 1U << 30);
        },
        [](const options& o) { return std::to_string(o.coalesce_bytes); }},
+      {"--coalesce-memory-mib", "APGAS_COALESCE_MEMORY_MIB", "N",
+       "coalescing buffers of a place, all destinations together, in MiB: at many places the "
+       "buffer per destination shrinks to fit (not below 1 KiB)",
+       [](options& o, std::string_view w, std::string_view v) {
+         o.coalesce_memory_mib = parse_unsigned(w, v, 1, 1U << 20);
+       },
+       [](const options& o) { return std::to_string(o.coalesce_memory_mib); }},
       {"--flush-us", "APGAS_FLUSH_US", "N",
        "a buffered message leaves after at most N microseconds",
        [](options& o, std::string_view w, std::string_view v) {

@@ -27,6 +27,7 @@ namespace {
 detail::transport_options transport_options_from(const options& o) {
   detail::transport_options t;
   t.buffer_bytes = o.coalesce_bytes;
+  t.memory_bytes = o.coalesce_memory_mib << 20;
   t.flush_interval = std::chrono::microseconds(o.flush_us);
   t.coalesce = o.coalesce;
   return t;
@@ -117,6 +118,12 @@ std::string runtime::message_stats() const {
   s += fmt::format("  {:<34} {} sent, {} received\n", "bytes", t.bytes_sent, t.bytes_received);
   s += fmt::format("  {:<34} {}\n", "back-pressure waits", t.backpressure_waits);
   s += fmt::format("  {:<34} {}\n", "MPI sends in flight, at most", t.peak_sends_in_flight);
+  s += fmt::format("  {:<34} {} bytes per destination{}\n", "coalescing buffer", t.buffer_bytes,
+                   t.buffer_bytes < opts().coalesce_bytes
+                       ? fmt::format(" (--coalesce-bytes {}, lowered to fit "
+                                     "--coalesce-memory-mib at {} places)",
+                                     opts().coalesce_bytes, places())
+                       : std::string());
   return s;
 }
 

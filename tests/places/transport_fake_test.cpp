@@ -157,6 +157,39 @@ TEST(TransportFake, FullBuffersLeaveWithoutFlush) {
             << s.mpi_messages_sent << " network messages\n";
 }
 
+TEST(TransportFake, BuffersShrinkToFitTheMemoryBudgetAtManyPlaces) {
+  // Each destination may hold 1 + k_pool_per_destination buffers: 5 per place.
+  transport_options o;
+  EXPECT_EQ(coalescer::fitted_buffer_bytes(2, o), o.buffer_bytes) << "few places: as asked";
+  EXPECT_EQ(coalescer::fitted_buffer_bytes(4096, o), (std::size_t{256} << 20) / (4096 * 5));
+  EXPECT_EQ(coalescer::fitted_buffer_bytes(1'000'000, o), coalescer::k_min_fitted_buffer_bytes)
+      << "never below the floor";
+  o.buffer_bytes = 256;
+  EXPECT_EQ(coalescer::fitted_buffer_bytes(1'000'000, o), 256U) << "never above what was asked";
+
+  // 64 places, 1 MiB for all buffers: 3,276 bytes per destination, and full buffers leave at
+  // that size.
+  transport_options options;
+  options.memory_bytes = std::size_t{1} << 20;
+  options.flush_interval = 1h; // only fullness may send
+  constexpr std::size_t k_fitted = (std::size_t{1} << 20) / (64 * 5);
+  fake_network net(64, options);
+  for (place_id p = 0; p < 64; ++p) ignore_all(net.endpoint(p));
+  std::uint64_t got = 0;
+  net.endpoint(1).set_handler([&](place_id, std::span<const std::byte>) { ++got; });
+  EXPECT_EQ(net.endpoint(0).stats().buffer_bytes, k_fitted);
+  constexpr std::uint64_t k_messages = 1000;
+  for (std::uint64_t i = 0; i < k_messages; ++i)
+    net.endpoint(0).send(1, encode(0, 0, i));
+  constexpr std::uint64_t k_per_buffer = k_fitted / (k_frame_header + sizeof(record));
+  constexpr std::uint64_t k_full = k_messages / k_per_buffer;
+  ASSERT_TRUE(poll_until(net, [&] { return got == k_full * k_per_buffer; }));
+  EXPECT_EQ(net.endpoint(0).stats().mpi_messages_sent, k_full);
+  EXPECT_LE(net.endpoint(0).stats().bytes_sent, k_full * k_fitted);
+  net.endpoint(0).flush();
+  ASSERT_TRUE(poll_until(net, [&] { return got == k_messages; }));
+}
+
 TEST(TransportFake, WithoutCoalescingEverySendIsANetworkMessage) {
   transport_options options;
   options.coalesce = false;

@@ -45,12 +45,21 @@ TEST(options, environment_variables_set_defaults_and_flags_win) {
   EXPECT_EQ(o.default_policy, apgas::policy::help_first);
 }
 
+TEST(options, the_coalescing_memory_budget_is_a_knob) {
+  EXPECT_EQ(apgas::options{}.coalesce_memory_mib, 256U);
+  argv_builder a({"app", "--coalesce-memory-mib", "16", "x"});
+  const apgas::options o = apgas::options::from_env_and_args(a.argc, a.argv());
+  EXPECT_EQ(o.coalesce_memory_mib, 16U);
+  EXPECT_EQ(a.argc, 2);
+}
+
 TEST(options, bad_values_are_usage_errors_that_name_the_knob) {
   for (const auto& bad : std::vector<std::vector<std::string>>{{"app", "--threads", "zero"},
                                                                {"app", "--threads", "0"},
                                                                {"app", "--threads=-3"},
                                                                {"app", "--policy", "fastest"},
                                                                {"app", "--pin", "maybe"},
+                                                               {"app", "--coalesce-memory-mib", "0"},
                                                                {"app", "--threads"}}) {
     argv_builder a(bad);
     try {

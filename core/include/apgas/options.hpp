@@ -35,6 +35,9 @@ struct options {
   unsigned progress_ms = 0;            ///< print a progress line every N ms to stderr (0: never)
   // Places (used by the places layer; a one-place run ignores them):
   std::size_t coalesce_bytes = 64 * 1024; ///< coalescing buffer per destination place
+  /// All destinations' coalescing buffers of a place together, in MiB: at many places each
+  /// destination's buffer is lowered below coalesce_bytes to fit (not below 1 KiB).
+  std::size_t coalesce_memory_mib = 256;
   unsigned flush_us = 200;                ///< a buffered message leaves after at most this long
   bool coalesce = true;                   ///< false: one MPI message per logical message
   /// A place's later reports of a finish wait for its home to ask for them (when the home's

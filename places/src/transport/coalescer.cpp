@@ -1,6 +1,7 @@
 // Per-destination coalescing (see coalescer.hpp for the design).
 #include "apgas/detail/coalescer.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -51,11 +52,29 @@ namespace {
 }
 } // namespace
 
-coalescer::coalescer(std::size_t destinations, const transport_options& options)
-    : m_options(options), m_coalesce(options.coalesce), m_destinations(destinations),
-      m_slots(std::make_unique<slot[]>(destinations)) {
+namespace {
+transport_options with_buffer_fitted(std::size_t destinations, const transport_options& options) {
   if (options.buffer_bytes == 0 || options.buffer_bytes > k_max_message_bytes)
     throw std::invalid_argument("apgas transport: buffer_bytes must be in [1, 2 GiB)");
+  transport_options fitted = options;
+  fitted.buffer_bytes = coalescer::fitted_buffer_bytes(destinations, options);
+  return fitted;
+}
+} // namespace
+
+std::size_t coalescer::fitted_buffer_bytes(std::size_t destinations,
+                                           const transport_options& options) noexcept {
+  // Each destination may hold one buffer being filled and k_pool_per_destination kept for
+  // reuse (sealed ones in flight are bounded by max_outstanding_sends, for all together).
+  const std::size_t buffers = std::max<std::size_t>(destinations, 1) * (1 + k_pool_per_destination);
+  const std::size_t share = options.memory_bytes / buffers;
+  if (share >= options.buffer_bytes) return options.buffer_bytes;
+  return std::min(options.buffer_bytes, std::max(share, k_min_fitted_buffer_bytes));
+}
+
+coalescer::coalescer(std::size_t destinations, const transport_options& options)
+    : m_options(with_buffer_fitted(destinations, options)), m_coalesce(options.coalesce),
+      m_destinations(destinations), m_slots(std::make_unique<slot[]>(destinations)) {
   // Each destination is listed at most once, so these never reallocate after this.
   m_active.reserve(destinations);
   m_scan.reserve(destinations);

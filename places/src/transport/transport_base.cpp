@@ -423,6 +423,7 @@ transport_stats transport_base::stats() const {
   s.bytes_received = m_bytes_received.load(std::memory_order_relaxed);
   s.backpressure_waits = m_backpressure_waits.load(std::memory_order_relaxed);
   s.peak_sends_in_flight = m_peak_in_flight.load(std::memory_order_relaxed);
+  s.buffer_bytes = m_coalescer.buffer_bytes();
   return s;
 }
 

@@ -115,6 +115,17 @@ public:
     all,  ///< also every non-empty buffer (flush)
   };
 
+  /// @brief The buffer per destination for `destinations` places: options.buffer_bytes, or
+  /// less if the buffers of all destinations (one being filled and k_pool_per_destination kept
+  /// for reuse each) would hold more than options.memory_bytes; never below
+  /// k_min_fitted_buffer_bytes (nor above options.buffer_bytes).
+  static std::size_t fitted_buffer_bytes(std::size_t destinations,
+                                         const transport_options& options) noexcept;
+  /// @brief The least a buffer is lowered to: a few dozen remote asyncs still travel together
+  /// (at 65,536 places that is 320 MiB of buffers, over the default budget).
+  static constexpr std::size_t k_min_fitted_buffer_bytes = 1024;
+  /// @brief The buffer per destination in use (see fitted_buffer_bytes).
+  std::size_t buffer_bytes() const noexcept { return m_options.buffer_bytes; }
   /// @brief Buffers for `destinations` places. pre: options.buffer_bytes > 0.
   coalescer(std::size_t destinations, const transport_options& options);
   ~coalescer();

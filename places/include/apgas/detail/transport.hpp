@@ -35,7 +35,11 @@ using merge_head = std::array<std::byte, 32>;
 /// @brief Tuning knobs of a transport.
 struct transport_options {
   /// @brief Coalescing buffer per destination; a buffer leaves when it reaches this size.
+  /// Lowered at many places to fit memory_bytes (see coalescer::fitted_buffer_bytes).
   std::size_t buffer_bytes = std::size_t{64} * 1024;
+  /// @brief What the coalescing buffers of all destinations may hold together, the ones kept
+  /// for reuse included: a place of a run over thousands of places may have a buffer for each.
+  std::size_t memory_bytes = std::size_t{256} << 20;
   /// @brief A non-empty buffer leaves after at most this long (checked by poll()).
   std::chrono::microseconds flush_interval{200};
   /// @brief Per destination: bytes accepted by send() and not yet taken by the network
@@ -72,6 +76,9 @@ struct transport_stats {
   /// High-water mark of network messages handed to the network and not yet completed (live
   /// MPI send requests); never above transport_options::max_outstanding_sends.
   std::uint64_t peak_sends_in_flight = 0;
+  /// The coalescing buffer per destination in use: transport_options::buffer_bytes, or less
+  /// at many places (see transport_options::memory_bytes).
+  std::uint64_t buffer_bytes = 0;
 };
 
 /// @brief A transport failure: an MPI error, or a corrupt network message.
