@@ -77,17 +77,15 @@ using report_clock = std::chrono::steady_clock;
 /// a strand keeps its arrival unreported, so the home cannot finish (and clean up) while any
 /// strand is live, and the strand that takes the count to zero takes the report under
 /// `lock` in the same step and does not touch the proxy afterwards.
-struct proxy {
+struct proxy : proxy_link {
   proxy(place_engine& e, const finish_id& fid)
-      : engine(&e), id(fid), fs(g_default_policy) {
+      : proxy_link(fid), engine(&e), fs(g_default_policy) {
     fs.m_reopenable = true;
     fs.m_count.store(0, std::memory_order_relaxed); // arrivals count themselves
-    fs.m_remote = this;
+    fs.m_remote = static_cast<proxy_link*>(this); // what the header's send path reads
   }
   place_engine* engine;
-  finish_id id;
   finish_state fs;
-  proxy_tally tally;
   /// Guards a count of zero (arrivals raise it from zero, strands lower it to zero under it)
   /// and the fields below.
   spin_lock lock;
@@ -101,6 +99,13 @@ struct proxy {
   bool asked = false;        ///< the home asked for its reports: they leave at once
   bool deferred = false;     ///< a report is owed and held (on the engine's deferred list)
 };
+
+namespace {
+/// The proxy of a finish_state that is one (m_reopenable): m_remote points to its link.
+proxy* proxy_of(const finish_state& f) noexcept {
+  return static_cast<proxy*>(static_cast<proxy_link*>(f.m_remote));
+}
+} // namespace
 
 place_engine::place_engine(scheduler& sched, std::unique_ptr<transport> net,
                            std::chrono::microseconds report_hold_max)
@@ -120,7 +125,7 @@ place_engine::place_engine(scheduler& sched, std::unique_ptr<transport> net,
   // Set before any activity can reach another place (workers run nothing remote before the
   // engine exists); the engine is unique in the process, so the hooks can name it.
   g_remote_hooks.end_proxy_strands = [](finish_state& f, std::uint64_t n) noexcept {
-    auto* px = static_cast<proxy*>(f.m_remote);
+    auto* px = proxy_of(f);
     px->engine->end_strand(*px, n);
   };
   g_remote_hooks.release_remote = [](finish_state& f) noexcept {
@@ -233,13 +238,11 @@ home_link& place_engine::create_home_link(finish_state& f) {
   return *static_cast<home_link*>(f.m_remote);
 }
 
-namespace {
 // Out of line and cold: keeps record_send's frame small (it runs for every remote activity).
-[[noreturn, gnu::cold, gnu::noinline]] void throw_spmd_nested() {
+void place_engine::throw_spmd_nested() {
   throw std::logic_error("apgas: an activity of a finish_pattern::spmd finish started a "
                          "remote activity in it (use a nested finish for that)");
 }
-} // namespace
 
 void place_engine::throw_spmd_second(place_id to) {
   throw std::logic_error(fmt::format("apgas: a finish_pattern::spmd finish started a second "
@@ -250,7 +253,7 @@ void place_engine::record_send(finish_state& f, place_id to) { count_send(f, to)
 
 [[gnu::always_inline]] inline void place_engine::count_send(finish_state& f, place_id to) {
   if (f.m_reopenable) {
-    auto* px = static_cast<proxy*>(f.m_remote);
+    auto* px = proxy_of(f);
     if (is_spmd(px->id)) throw_spmd_nested();
     px->tally.on_send(to);
     return;
@@ -297,7 +300,7 @@ auto activity_head(msg_kind kind, const finish_id& id, std::int64_t code) {
 } // namespace
 
 finish_id place_engine::send_id_of(finish_state& f) {
-  if (f.m_reopenable) return static_cast<const proxy*>(f.m_remote)->id;
+  if (f.m_reopenable) return proxy_of(f)->id;
   return home_link_of(f).id; // created if this is the finish's first remote activity
 }
 

@@ -262,8 +262,11 @@ public:
   async_at_awaiter(async_at_target<Invoker> target, std::tuple<A&&...>&& args)
       : m_target(target), m_args(std::move(args)) {}
   bool await_ready() const noexcept { return false; }
+  // Inline always: the send path of a stream of remote asyncs is inline down to the coalescing
+  // buffer (see send_plain_async_written); GCC otherwise leaves this call in once that path
+  // has both its proxy and its home case (~18 instructions more per async).
   template <class P>
-  bool await_suspend(std::coroutine_handle<P> caller) {
+  [[gnu::always_inline]] bool await_suspend(std::coroutine_handle<P> caller) {
     require_apgas_caller<P>();
     finish_state& f = *caller.promise().m_finish;
     if constexpr (std::is_same_v<Invoker, plain_async_invoker> &&

@@ -798,9 +798,15 @@ TEST(places, for_each_place_runs_f_once_everywhere_with_an_spmd_finish) {
     } catch (const apgas::multiple_exceptions& e) {
       seen += std::string(e.what()).find("spmd") != std::string::npos ? " refused" : e.what();
     }
+    try { // the same with an argument: the inline send path of a proxy (and of the home)
+      co_await apgas::for_each_place([]() -> task<> { co_await async_at(0, [](int) {}, 7); });
+      seen += " broken promise with an argument accepted";
+    } catch (const apgas::multiple_exceptions& e) {
+      seen += std::string(e.what()).find("spmd") != std::string::npos ? " refused" : e.what();
+    }
     co_return seen;
   });
-  EXPECT_EQ(outcome, "caught; refused");
+  EXPECT_EQ(outcome, "caught; refused refused");
 }
 
 // at_each_place gathers one value per place, in place order, with every request in flight at

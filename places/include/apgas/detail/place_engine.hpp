@@ -139,6 +139,15 @@ struct home_link {
   }
 };
 
+/// @brief What the inline send path needs of a proxy (the part of a finish at a place other
+/// than its home; the rest of it is place_engine.cpp's). A proxy's finish_state::m_remote
+/// points to this.
+struct proxy_link {
+  explicit proxy_link(const finish_id& fid) : id(fid) {}
+  finish_id id;
+  proxy_tally tally; ///< what this place sent since its last report
+};
+
 /// @brief Writes the head of a message in one append: scalars in their native bytes, exactly as
 /// serialize() writes them (the receiver reads them with deserialize), without one vector
 /// append per field (a remote async's head costs a tenth of its sending otherwise).
@@ -218,20 +227,33 @@ public:
   /// `write_args(at, args)` (`args_bytes` bytes): no staging copy. A stream of them to one
   /// place for one finish and function travels as one message (msg_kind::plain_run): one head,
   /// then the arguments of each. Nothing of it can throw between counting and sending.
-  /// Inline for a home finish already distributed (a stream's common case): no call between
-  /// the caller's co_await and the transport.
-  void send_plain_async_written(finish_state& f, place_id to, plain_async_invoker inv,
-                                std::size_t args_bytes, transport::message_writer write_args,
-                                const void* args) {
+  /// Inline for a proxy and for a home finish already distributed (a stream's common cases):
+  /// no call between the caller's co_await and the transport.
+  [[gnu::always_inline]] void send_plain_async_written(finish_state& f, place_id to,
+                                                      plain_async_invoker inv,
+                                                      std::size_t args_bytes,
+                                                      transport::message_writer write_args,
+                                                      const void* args) {
+    if (args_bytes == 0) [[unlikely]]
+      return send_plain_async_other(f, to, inv, args_bytes, write_args, args);
+    const std::int64_t code = code_offset(reinterpret_cast<const void*>(inv));
+    if (f.m_reopenable) {
+      // An activity of a proxy: at every place but a finish's home, the common case. A
+      // proxy's link is set when it is made, before any of its activities runs.
+      proxy_link& px = *static_cast<proxy_link*>(f.m_remote);
+      if (is_spmd(px.id)) [[unlikely]] throw_spmd_nested();
+      const merge_head head = plain_run_head(px.id, code, args_bytes);
+      px.tally.on_send(to); // counted before it is sent (see finish_protocol.hpp)
+      m_counters.activities_sent.add();
+      m_net->send_merged(to, head, args_bytes, write_args, args);
+      return;
+    }
     // The finish's link is there from its first remote activity on; see home_link_of.
-    void* link = f.m_reopenable || args_bytes == 0
-                     ? nullptr
-                     : std::atomic_ref<void*>(f.m_remote).load(std::memory_order_acquire);
+    void* link = std::atomic_ref<void*>(f.m_remote).load(std::memory_order_acquire);
     if (link == nullptr) [[unlikely]]
       return send_plain_async_other(f, to, inv, args_bytes, write_args, args);
     home_link& home = *static_cast<home_link*>(link);
-    const merge_head head = plain_run_head(home.id, code_offset(reinterpret_cast<const void*>(inv)),
-                                           args_bytes);
+    const merge_head head = plain_run_head(home.id, code, args_bytes);
     count_home_send(f, home, to);
     m_counters.activities_sent.add();
     m_net->send_merged(to, head, args_bytes, write_args, args);
@@ -328,6 +350,8 @@ private:
     }
   }
   [[noreturn, gnu::cold, gnu::noinline]] static void throw_spmd_second(place_id to);
+  /// An activity of an SPMD finish's proxy started a remote activity (see is_spmd).
+  [[noreturn, gnu::cold, gnu::noinline]] static void throw_spmd_nested();
   /// @brief record_send's body (inline: send_async calls it too).
   void count_send(finish_state& f, place_id to);
   /// @brief count_send and the statistics of one remote async (both ways of sending one).
