@@ -34,34 +34,49 @@ void stamp(std::vector<std::uint64_t>& v, std::uint64_t i) {
   v.back() = ~i;
 }
 
-/// The raw-MPI peer: rank 0 sends, rank 1 echoes; other ranks only join the barriers.
+/// A ping-pong of `bytes` between ranks 0 and 1 made of send(v, to) and receive(v, from):
+/// rank 0 sends, rank 1 echoes, other ranks only join the barriers. Every echo is checked.
 /// @return per-iteration round-trip times in seconds (rank 0; empty elsewhere).
-std::vector<double> raw_ping_pong(std::size_t bytes, int iters, int warmup) {
+template <class Send, class Receive>
+std::vector<double> ping_pong(const char* what, std::size_t bytes, int iters, int warmup,
+                              Send send, Receive receive) {
   const int me = world_rank();
   std::vector<std::uint64_t> buf(bytes / 8, 0x5a5a5a5a5a5a5a5aULL);
   std::vector<std::uint64_t> sent = buf;
   std::vector<double> samples;
   samples.reserve(static_cast<std::size_t>(iters));
-  const int count = static_cast<int>(bytes);
-  constexpr int tag = 7;
   MPI_Barrier(MPI_COMM_WORLD);
   for (int i = -warmup; i < iters; ++i) {
     if (me == 0) {
       stamp(sent, static_cast<std::uint64_t>(i + warmup));
       std::memcpy(buf.data(), sent.data(), bytes);
       const auto t0 = clock::now();
-      MPI_Send(buf.data(), count, MPI_BYTE, 1, tag, MPI_COMM_WORLD);
-      MPI_Recv(buf.data(), count, MPI_BYTE, 1, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      send(buf, 1);
+      receive(buf, 1);
       const double dt = seconds_since(t0);
       if (i >= 0) samples.push_back(dt);
-      if (buf != sent) fail(fmt::format("raw ping-pong: wrong echo at iteration {}", i));
+      if (buf != sent) fail(fmt::format("{}: wrong echo at iteration {}", what, i));
     } else if (me == 1) {
-      MPI_Recv(buf.data(), count, MPI_BYTE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      MPI_Send(buf.data(), count, MPI_BYTE, 0, tag, MPI_COMM_WORLD);
+      receive(buf, 0);
+      send(buf, 0);
     }
   }
   MPI_Barrier(MPI_COMM_WORLD);
   return samples;
+}
+
+/// The raw-MPI peer: MPI_Send and MPI_Recv on MPI_COMM_WORLD.
+std::vector<double> raw_ping_pong(std::size_t bytes, int iters, int warmup) {
+  const int count = static_cast<int>(bytes);
+  constexpr int tag = 7;
+  return ping_pong(
+      "raw ping-pong", bytes, iters, warmup,
+      [&](std::vector<std::uint64_t>& v, int to) {
+        MPI_Send(v.data(), count, MPI_BYTE, to, tag, MPI_COMM_WORLD);
+      },
+      [&](std::vector<std::uint64_t>& v, int from) {
+        MPI_Recv(v.data(), count, MPI_BYTE, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      });
 }
 
 /// The MPI floor of the runtime's transport: the calls it makes for an `at` and its reply,
@@ -147,29 +162,11 @@ private:
 
 /// The transport pattern's ping-pong: as raw_ping_pong, with transport_pattern's calls.
 std::vector<double> pattern_ping_pong(std::size_t bytes, int iters, int warmup) {
-  const int me = world_rank();
-  std::vector<std::uint64_t> buf(bytes / 8, 0x5a5a5a5a5a5a5a5aULL);
-  std::vector<std::uint64_t> sent = buf;
-  std::vector<double> samples;
-  samples.reserve(static_cast<std::size_t>(iters));
   transport_pattern net; // collective (MPI_Comm_dup)
-  MPI_Barrier(MPI_COMM_WORLD);
-  for (int i = -warmup; i < iters; ++i) {
-    if (me == 0) {
-      stamp(sent, static_cast<std::uint64_t>(i + warmup));
-      const auto t0 = clock::now();
-      net.send(sent, 1);
-      net.receive(buf);
-      const double dt = seconds_since(t0);
-      if (i >= 0) samples.push_back(dt);
-      if (buf != sent) fail(fmt::format("transport pattern: wrong echo at iteration {}", i));
-    } else if (me == 1) {
-      net.receive(buf);
-      net.send(buf, 0);
-    }
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-  return samples;
+  return ping_pong(
+      "transport pattern", bytes, iters, warmup,
+      [&](const std::vector<std::uint64_t>& v, int to) { net.send(v, to); },
+      [&](std::vector<std::uint64_t>& v, int /*from: any*/) { net.receive(v); });
 }
 
 /// What the apgas side measured for one payload size.
