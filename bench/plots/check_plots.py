@@ -22,11 +22,12 @@ SAMPLES = os.path.join(HERE, "samples")
 SVG = "{http://www.w3.org/2000/svg}"
 
 # Per chart: legend texts that must be there and the least number of data elements the samples
-# give (4 place counts; 3 payloads x 2 bars; 3 pairs x 2 bars; 4 cases x 4 schedulers).
+# give (4 place counts; 3 payloads x 3 bars; 3 pairs x 2 bars; 4 cases x 4 schedulers).
 EXPECTED = {
     "finish_messages.svg": (["1 place", "2 places", "3 places", "4 places", "limit 2 x ideal"],
                             4),
-    "at_latency.svg": (["raw MPI", "apgas at", "limit 1.5 x raw median"], 6),
+    "at_latency.svg": (["raw MPI", "the transport's MPI calls alone", "apgas at",
+                        "limit 1.5 x raw median"], 9),
     "async_throughput.svg": (["coalescing on", "coalescing off", "target: 10 x off"], 6),
     "apps_ns_per_task.svg": (["apgas work-first", "apgas help-first", "TBB", "OpenMP"], 16),
 }
@@ -79,6 +80,23 @@ def check_svg(path, legend, min_data):
               f"(legend: {legends})")
 
 
+def check_at_latency_without_split(tmp):
+    """An output of bench_at_latency without its second table (older runs) plots two bars per
+    payload."""
+    with open(os.path.join(SAMPLES, "at_latency.txt")) as f:
+        text = f.read()
+    older = os.path.join(tmp, "at_latency_older.txt")
+    with open(older, "w") as f:
+        f.write(text.split("where the time goes")[0])
+    out = os.path.join(tmp, "at_latency_older.svg")
+    r = run_plot("at-latency", older, "-o", out)
+    if check(r.returncode == 0, f"plot.py at-latency (no second table): exit status "
+                                f"{r.returncode}\n{r.stderr}"):
+        check_svg(out, ["raw MPI", "apgas at"], 6)
+        with open(out) as f:
+            check("transport" not in f.read(), "at_latency_older.svg: a bar for a missing table")
+
+
 def check_bad_input(tmp):
     """Each bad input: status 2, a message naming the problem, no traceback, no output file."""
     garbage = os.path.join(tmp, "garbage.txt")
@@ -126,6 +144,7 @@ def main():
                 path = os.path.join(outdir, name)
                 if check(os.path.isfile(path), f"{name}: not written"):
                     check_svg(path, legend, min_data)
+        check_at_latency_without_split(tmp)
         check_bad_input(tmp)
     for f in failures:
         print(f"check_plots: FAIL: {f}", file=sys.stderr)
