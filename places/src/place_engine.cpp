@@ -253,9 +253,7 @@ void place_engine::record_send(finish_state& f, place_id to) { count_send(f, to)
 
 [[gnu::always_inline]] inline void place_engine::count_send(finish_state& f, place_id to) {
   if (f.m_reopenable) {
-    auto* px = proxy_of(f);
-    if (is_spmd(px->id)) throw_spmd_nested();
-    px->tally.on_send(to);
+    count_proxy_send(*proxy_of(f), to);
     return;
   }
   count_home_send(f, home_link_of(f), to);

@@ -241,9 +241,8 @@ public:
       // An activity of a proxy: at every place but a finish's home, the common case. A
       // proxy's link is set when it is made, before any of its activities runs.
       proxy_link& px = *static_cast<proxy_link*>(f.m_remote);
-      if (is_spmd(px.id)) [[unlikely]] throw_spmd_nested();
       const merge_head head = plain_run_head(px.id, code, args_bytes);
-      px.tally.on_send(to); // counted before it is sent (see finish_protocol.hpp)
+      count_proxy_send(px, to);
       m_counters.activities_sent.add();
       m_net->send_merged(to, head, args_bytes, write_args, args);
       return;
@@ -350,6 +349,12 @@ private:
     }
   }
   [[noreturn, gnu::cold, gnu::noinline]] static void throw_spmd_second(place_id to);
+  /// @brief count_send for an activity of a proxy (inline: every remote async sent from a
+  /// place other than its finish's home passes here).
+  static void count_proxy_send(proxy_link& px, place_id to) {
+    if (is_spmd(px.id)) [[unlikely]] throw_spmd_nested();
+    px.tally.on_send(to); // counted before it is sent (see finish_protocol.hpp)
+  }
   /// An activity of an SPMD finish's proxy started a remote activity (see is_spmd).
   [[noreturn, gnu::cold, gnu::noinline]] static void throw_spmd_nested();
   /// @brief record_send's body (inline: send_async calls it too).
