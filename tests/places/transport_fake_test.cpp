@@ -728,8 +728,10 @@ TEST(TransportFake, BackPressureBoundsMemoryWithASlowReceiver) {
       std::this_thread::yield();
     while (got.load(std::memory_order_relaxed) < k_messages && clock_type::now() < deadline) {
       t.poll();
-      // Still slow: it gives its CPU away between polls (the outcome is decided by counts).
-      for (int i = 0; i < 64; ++i) std::this_thread::yield();
+      // Still slow: it gives its CPU away between polls (the outcome is decided by counts;
+      // the sender had to wait before the first poll, see above). A few yields only: on a busy
+      // machine each may cost a time slice.
+      for (int i = 0; i < 4; ++i) std::this_thread::yield();
     }
   });
   sender.join();
@@ -752,7 +754,9 @@ void send_cap_with_slow_receivers(place_id places, std::uint32_t threads, std::s
   options.coalesce = false;
   options.max_outstanding_sends = cap; // the byte limit (8 MiB) is never reached here
   fake_network net(places, options);
-  constexpr std::uint64_t k_messages = 6000; // per thread and destination
+  // Per thread and destination: hundreds of times the cap, and few enough that the test stays
+  // short when the machine is busy (the receivers give their CPU away between polls).
+  constexpr std::uint64_t k_messages = 2000;
   ignore_all(net.endpoint(0));
   // Per receiver; handler calls of one endpoint are serialised by its poll lock.
   std::vector<std::vector<std::uint64_t>> next(places, std::vector<std::uint64_t>(threads, 0));
@@ -797,8 +801,9 @@ void send_cap_with_slow_receivers(place_id places, std::uint32_t threads, std::s
       while (got[p].load(std::memory_order_relaxed) < expected && clock_type::now() < deadline) {
         t.poll();
         // A slow receiver: it gives its CPU away between polls (the outcome is decided by
-        // counts, not by time).
-        for (int i = 0; i < 16; ++i) std::this_thread::yield();
+        // counts, not by time; the cap was filled before the first poll, see above). A few
+        // yields only: on a busy machine each may cost a time slice.
+        for (int i = 0; i < 4; ++i) std::this_thread::yield();
       }
     });
   for (auto& w : workers)
