@@ -80,7 +80,9 @@ std::coroutine_handle<> worker::end_strand(finish_state* f, deque_item next,
 }
 
 std::coroutine_handle<> worker::suspend_for_external() noexcept {
-  const deque_item next = m_deque.pop();
+  // An empty deque (a worker awaiting an `at` with nothing else to do, the latency case) is
+  // seen without pop()'s fence: owner_sees_empty() never says empty when an item is there.
+  const deque_item next = m_deque.owner_sees_empty() ? 0 : m_deque.pop();
   if (next == 0) {
     // A continuation of ours may have been stolen: its thief counts it under our lock.
     m_steal_lock.lock();
