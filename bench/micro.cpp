@@ -11,6 +11,9 @@
 //   steal_latency  time from making one task stealable to its start on the other worker
 //                  (2 workers; see the comment above BM_apgas_steal_latency)
 //   tbb_*          the same with tbb::task_group (a task_group plays the finish)
+// At the end, a ratio per benchmark that has its peer in the run (apgas over TBB, the proxy
+// count over the flat list), from the best repetition when --benchmark_repetitions is given.
+//
 //   proxy_send     a distributed finish's count of one remote async sent from a place that
 //                  is not its home (proxy_tally::on_send), to random places among P; its peer
 //                  flat_list_send is the flat list it replaced (a scan per send, O(P))
@@ -38,7 +41,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
+#include <iomanip>
+#include <map>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -335,8 +343,16 @@ void BM_flat_list_send(benchmark::State& state) {
 
 } // namespace
 
-BENCHMARK(BM_proxy_send)->ArgName("places")->RangeMultiplier(8)->Range(2, 4096);
-BENCHMARK(BM_flat_list_send)->ArgName("places")->RangeMultiplier(8)->Range(2, 4096);
+BENCHMARK(BM_proxy_send)
+    ->ArgName("places")
+    ->RangeMultiplier(8)
+    ->Range(2, 4096)
+    ->ComputeStatistics("min", min_of);
+BENCHMARK(BM_flat_list_send)
+    ->ArgName("places")
+    ->RangeMultiplier(8)
+    ->Range(2, 4096)
+    ->ComputeStatistics("min", min_of);
 
 // Registered grouped by worker count, so that the runtime is rebuilt rarely.
 BENCHMARK(BM_apgas_call_empty)
@@ -415,11 +431,93 @@ BENCHMARK(BM_tbb_steal_latency)
     ->ComputeStatistics("min", min_of);
 #endif
 
+namespace {
+
+/// A benchmark's name without the suffixes that say how it was timed:
+/// "BM_x/a:1/iterations:400/process_time/real_time" gives "BM_x/a:1".
+std::string plain_name(std::string name) {
+  for (const char* suffix : {"/real_time", "/manual_time", "/process_time"})
+    if (const auto at = name.find(suffix); at != std::string::npos) name.erase(at, std::strlen(suffix));
+  if (const auto at = name.find("/iterations:"); at != std::string::npos) {
+    const auto end = name.find('/', at + 1);
+    name.erase(at, end == std::string::npos ? std::string::npos : end - at);
+  }
+  return name;
+}
+
+/// The value of `arg` in a name like "BM_x/policy:0/tasks:4" ("" if absent).
+std::string arg_of(const std::string& name, const std::string& arg) {
+  const auto at = name.find("/" + arg + ":");
+  if (at == std::string::npos) return "";
+  const auto from = at + arg.size() + 2;
+  return name.substr(from, name.find('/', from) - from);
+}
+
+/// The peer of an apgas benchmark in this file, or "" if it has none.
+std::string peer_of(const std::string& name) {
+  if (name.starts_with("BM_apgas_spawn_join/"))
+    return "BM_tbb_spawn_join/tasks:" + arg_of(name, "tasks") + "/threads:" + arg_of(name, "workers");
+  if (name.starts_with("BM_apgas_empty_finish/"))
+    return "BM_tbb_empty_group/threads:" + arg_of(name, "workers");
+  if (name.starts_with("BM_apgas_steal_latency/"))
+    return "BM_tbb_steal_latency/cold:" + arg_of(name, "cold");
+  if (name.starts_with("BM_proxy_send/"))
+    return "BM_flat_list_send/places:" + arg_of(name, "places");
+  return "";
+}
+
+/// The console output, then the ratio of every benchmark that has a peer in the run (its time
+/// over the peer's; the best repetition's when repeated, as `_min` reports it).
+class ratio_reporter final : public benchmark::ConsoleReporter {
+public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      if (r.error_occurred) continue;
+      if (r.run_type == Run::RT_Aggregate) continue; // the repetitions themselves are here too
+      const std::string name = plain_name(r.benchmark_name());
+      // Seconds per iteration, the best repetition's.
+      const double seconds =
+          r.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(r.time_unit);
+      const auto [it, first] = m_seconds.try_emplace(name, seconds);
+      if (!first) it->second = std::min(it->second, seconds);
+    }
+  }
+  void Finalize() override {
+    bool header = false;
+    for (const auto& [name, seconds] : m_seconds) {
+      const std::string peer = peer_of(name);
+      const auto it = m_seconds.find(peer);
+      if (peer.empty() || it == m_seconds.end() || it->second <= 0) continue;
+      if (!header) {
+        GetOutputStream() << "\nratios (time per iteration over the peer's):\n";
+        header = true;
+      }
+      GetOutputStream() << "  " << name << " / " << peer << " = " << std::fixed
+                        << std::setprecision(3) << seconds / it->second << "\n";
+    }
+    ConsoleReporter::Finalize();
+  }
+
+private:
+  std::map<std::string, double> m_seconds; ///< per plain name: seconds per iteration
+};
+
+} // namespace
+
 int main(int argc, char** argv) {
+  // Our reporter prints the console format; another format asked for is left to the library.
+  bool console = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a.starts_with("--benchmark_format=") && a != "--benchmark_format=console") console = false;
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv))
     return 1;
-  benchmark::RunSpecifiedBenchmarks();
+  ratio_reporter ratios;
+  if (console) benchmark::RunSpecifiedBenchmarks(&ratios);
+  else benchmark::RunSpecifiedBenchmarks();
   drop_runtime(); // workers joined before static destruction
   benchmark::Shutdown();
   return 0;
