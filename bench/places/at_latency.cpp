@@ -270,12 +270,14 @@ int main(int argc, char** argv) {
   const auto append = [](std::vector<double>& to, const std::vector<double>& from) {
     to.insert(to.end(), from.begin(), from.end());
   };
+  // The two MPI peers of size k, one after the other.
+  const auto run_peers = [&](std::size_t k) {
+    append(raw[k], raw_ping_pong(sizes[k], per_round, warmup));
+    append(pattern[k], pattern_ping_pong(sizes[k], per_round, warmup));
+  };
   for (int round = 0; round < rounds; ++round) {
     if (raw_phase == "before")
-      for (std::size_t k = 0; k < sizes.size(); ++k) {
-        append(raw[k], raw_ping_pong(sizes[k], per_round, warmup));
-        append(pattern[k], pattern_ping_pong(sizes[k], per_round, warmup));
-      }
+      for (std::size_t k = 0; k < sizes.size(); ++k) run_peers(k);
     apgas::runtime rt(opts); // leaves MPI initialised: init_mpi's, not its own
     watchdog dog(rt, watchdog_s);
     here = rt.here();
@@ -289,10 +291,7 @@ int main(int argc, char** argv) {
       watchdog::phase() = "between runs";
       // Between runs: every place's main thread is out of run() (place 0 may be a little
       // ahead, which blocking MPI calls tolerate), but the workers still poll MPI.
-      if (raw_phase == "between") {
-        append(raw[k], raw_ping_pong(sizes[k], per_round, warmup));
-        append(pattern[k], pattern_ping_pong(sizes[k], per_round, warmup));
-      }
+      if (raw_phase == "between") run_peers(k);
     }
   }
 

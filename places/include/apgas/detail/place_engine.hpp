@@ -228,7 +228,8 @@ public:
   /// place for one finish and function travels as one message (msg_kind::plain_run): one head,
   /// then the arguments of each. Nothing of it can throw between counting and sending.
   /// Inline for a proxy and for a home finish already distributed (a stream's common cases):
-  /// no call between the caller's co_await and the transport.
+  /// no call between the caller's co_await and the transport. Inline always: GCC leaves it
+  /// out of line otherwise (226 instead of 198 instructions per async from the home).
   [[gnu::always_inline]] void send_plain_async_written(finish_state& f, place_id to,
                                                       plain_async_invoker inv,
                                                       std::size_t args_bytes,
