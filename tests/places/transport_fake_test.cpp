@@ -493,6 +493,10 @@ TEST(TransportFake, SendNowFramedSendsWhatFollowsTheRoomForTheHeader) {
   EXPECT_EQ(got[0], expected(100, 1));
   EXPECT_EQ(got[1], expected(64 * 1024, 2));
   EXPECT_EQ(sender.stats().mpi_messages_sent, 2u);
+  // Sent past the coalescer (nothing was outstanding to place 1), and still counted: logical
+  // messages, and outstanding bytes until the send completed (none are left, and none owed).
+  EXPECT_EQ(sender.stats().logical_messages_sent, 2u);
+  EXPECT_TRUE(sender.quiescent());
   // Behind a buffered message: it leaves with it, behind it.
   sender.send(1, encode(0, 0, 0));
   framed = framed_message(8 * 1024, 3);
@@ -501,6 +505,8 @@ TEST(TransportFake, SendNowFramedSendsWhatFollowsTheRoomForTheHeader) {
   EXPECT_EQ(decode(got[2]).seq, 0u);
   EXPECT_EQ(got[3], expected(8 * 1024, 3));
   EXPECT_EQ(sender.stats().mpi_messages_sent, 3u);
+  EXPECT_EQ(sender.stats().logical_messages_sent, 4u);
+  EXPECT_TRUE(sender.quiescent());
   EXPECT_THROW(sender.send_now_framed(2, framed), std::out_of_range);
 }
 

@@ -215,6 +215,12 @@ bool coalescer::claim_alone(place_id to, std::size_t message_bytes) {
   return true;
 }
 
+void coalescer::count_alone(place_id to, std::size_t message_bytes) {
+  slot& s = m_slots[to];
+  std::lock_guard lock(s.lock);
+  s.count_appended(k_frame_header + message_bytes);
+}
+
 bool coalescer::seal(place_id to) {
   slot& s = m_slots[to];
   std::lock_guard lock(s.lock);

@@ -129,7 +129,7 @@ public:
 
 protected:
   void net_send(place_id to, sealed_buffer&& buffer) override;
-  bool net_send_framed(place_id to, std::vector<std::byte>& framed) override;
+  framed_send net_send_framed(place_id to, std::vector<std::byte>& framed, bool counted) override;
   void net_complete_sends() override {
     // The idle poll's case inline: the completion code's frame is set up before its first
     // test otherwise (~15 instructions on every round of an idle worker).
@@ -204,7 +204,8 @@ void mpi_transport::net_send(place_id to, sealed_buffer&& buffer) {
   isend_locked(to, data, size, in_flight{to, std::move(buffer.bytes)});
 }
 
-bool mpi_transport::net_send_framed(place_id to, std::vector<std::byte>& framed) {
+mpi_transport::framed_send mpi_transport::net_send_framed(place_id to, std::vector<std::byte>& framed,
+                                                          bool counted) {
   const std::size_t size = framed.size();
   if (size <= k_posted_bytes) {
     MPI_Request request;
@@ -219,18 +220,21 @@ bool mpi_transport::net_send_framed(place_id to, std::vector<std::byte>& framed)
     check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
     if (done != 0) {
       count_sent_locked(size);
-      m_coalescer.complete(to, size);
-      return true;
+      if (counted) m_coalescer.complete(to, size);
+      else count_sent_uncounted_locked();
+      return framed_send::done;
     }
+    if (!counted) count_framed_alone(to, size); // only complete_sends, under our lock, completes it
     count_issue_locked(size);
     m_requests.push_back(request);
     m_in_flight.push_back(in_flight{to, byte_buffer{}, false, std::move(framed)});
-    return false;
+    return framed_send::kept;
   }
+  if (!counted) count_framed_alone(to, size);
   const std::byte* data = framed.data(); // a vector's storage stays put when it is moved
   isend_locked(to, data, size, in_flight{to, byte_buffer{}, false, std::move(framed)});
   count_issue_locked(size); // after: only net_complete_sends, under our lock, completes it
-  return false;
+  return framed_send::kept;
 }
 
 void mpi_transport::complete_sends() {

@@ -100,26 +100,60 @@ void transport_base::send_now(place_id to, std::span<const std::byte> message) {
 
 void transport_base::send_now_framed(place_id to, std::vector<std::byte>& framed) {
   const auto message = std::span<const std::byte>(framed).subspan(k_frame_header);
-  send_now_with(to, message, [&] {
-    if (!m_coalescer.claim_alone(to, message.size())) return false;
-    const auto length = static_cast<std::uint32_t>(message.size()); // claim_alone checked it
+  // Hands the frame to the network; if the network keeps the vector, gives the caller another.
+  const auto hand_over = [&](bool counted) {
+    const auto length = static_cast<std::uint32_t>(message.size()); // checked by the caller
     std::memcpy(framed.data(), &length, k_frame_header);
-    if (!net_send_framed(to, framed)) { // the network keeps the vector: give the caller another
+    const framed_send sent = net_send_framed(to, framed, counted);
+    if (sent == framed_send::kept) {
       framed.clear(); // moved from: valid, now also known to be empty
       if (!m_framed_pool.empty()) {
         framed = std::move(m_framed_pool.back());
         m_framed_pool.pop_back();
       }
     }
+    return sent;
+  };
+  // The latency path (an `at` request or reply): nothing is outstanding to `to`, so nothing can
+  // be ahead of this frame in the coalescer, and the frame skips it. Its bytes are counted only
+  // if its send does not complete at once (see net_send_framed); one that does never was
+  // outstanding. That spares the slot's lock, the completion's read-modify-write and the
+  // limits' check of every round trip. (outstanding() == 0 also covers what this thread
+  // appended before, and whatever it synchronised with: a concurrent append by another thread
+  // is not ordered with this frame anyway.)
+  if (to < m_places && to != m_here && message.size() <= k_max_message_bytes) {
+    framed_send sent = framed_send::done;
+    bool fast = false;
+    {
+      std::lock_guard net(m_net_lock);
+      // relaxed: see m_in_flight (increments are made under the lock we hold).
+      if (!has_deferred_locked() &&
+          m_in_flight.load(std::memory_order_relaxed) < m_options.max_outstanding_sends &&
+          m_coalescer.outstanding(to) == 0) {
+        fast = true;
+        sent = hand_over(false);
+      }
+    }
+    if (fast) {
+      if (sent != framed_send::done && over_limits(to)) wait_for_room(to);
+      return;
+    }
+  }
+  send_now_with(to, message, [&] {
+    if (!m_coalescer.claim_alone(to, message.size())) return false;
+    hand_over(true);
     return true;
   });
 }
 
-bool transport_base::net_send_framed(place_id to, std::vector<std::byte>& framed) {
+transport_base::framed_send transport_base::net_send_framed(place_id to,
+                                                            std::vector<std::byte>& framed,
+                                                            bool counted) {
+  if (!counted) count_framed_alone(to, framed.size()); // before the fake network completes it
   sealed_buffer copy{byte_buffer{framed.size()}, 1};
   copy.bytes.append(framed.data(), framed.size());
   issue_locked(outgoing_buffer{to, std::move(copy)});
-  return true;
+  return framed_send::copied;
 }
 
 void transport_base::recycle_framed(std::vector<std::byte>&& framed) {
@@ -414,7 +448,9 @@ bool transport_base::quiescent() const {
 
 transport_stats transport_base::stats() const {
   transport_stats s;
-  s.logical_messages_sent = m_coalescer.appended_messages();
+  // relaxed: statistics, approximate while running.
+  s.logical_messages_sent =
+      m_coalescer.appended_messages() + m_sent_uncounted.load(std::memory_order_relaxed);
   // relaxed: statistics, approximate while running.
   s.logical_messages_received = m_logical_received.load(std::memory_order_relaxed);
   s.mpi_messages_sent = m_mpi_sent.load(std::memory_order_relaxed);

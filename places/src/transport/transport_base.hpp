@@ -67,16 +67,22 @@ protected:
   /// @brief Hands one sealed buffer to the network. pre: to != here(); m_net_lock held.
   /// The implementation calls m_coalescer.complete(to, size) once the network is done with it.
   virtual void net_send(place_id to, sealed_buffer&& buffer) = 0;
+  /// @brief What net_send_framed() did with the vector it was given.
+  enum class framed_send : std::uint8_t {
+    done,   ///< the send completed at once; the vector is the caller's again
+    copied, ///< the network copied it and sends the copy; the vector is the caller's again
+    kept,   ///< the network moved it out and keeps it until the send completes
+  };
   /// @brief Hands one framed message (its length prefix written) to the network, as net_send()
-  /// a buffer of one frame, its bytes already counted as appended (coalescer::claim_alone).
-  /// @return true if the vector is the caller's again: the network copied it or is done with
-  /// it (a send that completed at once), and counted that (count_sent_locked and
-  /// m_coalescer.complete, or the accounting of net_send). false if the network moved it out
-  /// and keeps it until the send completes: it counted the send in flight
-  /// (count_issue_locked) and will call network_done() and recycle_framed(). This default
-  /// copies it into a buffer and issues that as a sealed buffer.
+  /// a buffer of one frame. Its bytes are counted as appended (coalescer::claim_alone) if
+  /// `counted`. If not (nothing was outstanding to `to`, see send_now_framed), the
+  /// implementation counts them (count_framed_alone) unless the send completes at once, and
+  /// counts a send that does as a logical message (count_sent_uncounted_locked).
+  /// done: counted as sent (count_sent_locked and, if counted, m_coalescer.complete). kept:
+  /// counted in flight (count_issue_locked); the network will call network_done() and
+  /// recycle_framed(). copied: the accounting of net_send(), which this default does.
   /// pre: to != here(); m_net_lock held.
-  virtual bool net_send_framed(place_id to, std::vector<std::byte>& framed);
+  virtual framed_send net_send_framed(place_id to, std::vector<std::byte>& framed, bool counted);
   /// @brief Completes finished sends (complete + recycle). pre: m_net_lock held.
   virtual void net_complete_sends() = 0;
   /// @brief Takes network messages that arrived and passes each to accept().
@@ -99,6 +105,19 @@ protected:
   /// @brief Counts a network message sent (statistics only: for one that completed at once,
   /// never in flight). pre: m_net_lock held.
   void count_sent_locked(std::size_t bytes) noexcept;
+
+  /// @brief For net_send_framed() given an uncounted frame that it keeps in flight: counts it as
+  /// appended, before anything can complete it. pre: m_net_lock held.
+  void count_framed_alone(place_id to, std::size_t framed_bytes) {
+    m_coalescer.count_alone(to, framed_bytes - k_frame_header);
+  }
+  /// @brief For net_send_framed() given an uncounted frame whose send completed at once: one
+  /// more logical message sent (statistics). pre: m_net_lock held.
+  void count_sent_uncounted_locked() noexcept {
+    // relaxed, a load and a store: a statistic with one writer (we hold m_net_lock).
+    m_sent_uncounted.store(m_sent_uncounted.load(std::memory_order_relaxed) + 1,
+                           std::memory_order_relaxed);
+  }
 
   /// @brief Keeps a vector that net_send_framed() was given, once its send completed, for a
   /// later send_now_framed() to give its caller in exchange. pre: m_net_lock held.
@@ -179,6 +198,9 @@ private:
   std::atomic<std::uint64_t> m_logical_received{0};
   std::atomic<std::uint64_t> m_backpressure_waits{0};
   std::atomic<std::uint64_t> m_peak_in_flight{0}; ///< written under m_net_lock
+  /// Frames sent by send_now_framed() without being counted by the coalescer (see there), whose
+  /// send completed at once; written under m_net_lock. Added to the logical messages sent.
+  std::atomic<std::uint64_t> m_sent_uncounted{0};
 
   // Send-request accounting. Neither publishes data: the buffers themselves travel through the
   // network, the coalescer's locks and its release/acquire byte counts. These are counts a

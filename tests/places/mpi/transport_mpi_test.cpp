@@ -344,12 +344,54 @@ int run() {
     s.fail("send cap: no send request was ever counted");
   c.reset();
 
+  // 6. send_now_framed, the path of `at` requests and replies, to every other rank: small frames
+  // (an eager MPI send completes at once: sent past the coalescer's counts) and every 50th of
+  // 100 kB (a rendezvous send, in flight until received: counted as outstanding meanwhile).
+  // Each arrives once, in order per source, is counted as a logical message, and the
+  // transport is quiescent afterwards (it would not be if a completion were owed or missing).
+  constexpr std::uint64_t k_framed = 400;
+  std::uint64_t framed_sent = 0;
+  std::uint64_t framed_received = 0;
+  {
+    auto f = make_mpi_transport(transport_options{});
+    std::vector<std::uint64_t> next(p, 0);
+    f->set_handler([&](place_id from, std::span<const std::byte> m) {
+      std::uint64_t seq = ~std::uint64_t{0};
+      if (m.size() >= sizeof seq) std::memcpy(&seq, m.data(), sizeof seq);
+      if (seq != next[from]) s.fail("framed message out of order");
+      next[from] = seq + 1;
+      ++framed_received;
+    });
+    std::vector<std::byte> framed;
+    for (std::uint64_t i = 0; i < k_framed; ++i) {
+      for (place_id to = 0; to < p; ++to) {
+        if (to == s.here) continue;
+        const std::size_t body = i % 50 == 49 ? 100 * 1000 : 16;
+        framed.assign(k_frame_header + body, std::byte{0x5a});
+        std::memcpy(framed.data() + k_frame_header, &i, sizeof i);
+        f->send_now_framed(to, framed);
+        ++framed_sent;
+      }
+      f->poll();
+    }
+    poll_until(*f, [&] { return framed_received == k_framed * (p - 1); }, "framed messages");
+    poll_until(*f, [&] { return f->quiescent(); }, "quiescence after framed messages");
+    const transport_stats fs = f->stats();
+    if (fs.logical_messages_sent != framed_sent)
+      s.fail("framed: " + std::to_string(fs.logical_messages_sent) + " logical messages counted for " +
+             std::to_string(framed_sent) + " sent");
+    if (fs.mpi_messages_sent < framed_sent)
+      s.fail("framed: fewer MPI messages than frames sent alone");
+    f->barrier();
+  }
+
   std::printf(
       "transport_mpi_test rank %u/%u: %s | all-to-all: %llu msgs received in %.3f s, "
       "%llu remote sends in %llu MPI messages (coalescing ratio %.1f) | 3 threads: %llu "
       "received, %llu MPI messages | barrier: %zu rounds, %d clock-checked, %d msgs "
       "delivered inside | no coalescing: %llu MPI messages | back-pressure: %llu received, %llu "
-      "waits | send cap %zu: %llu received, peak %llu requests alive, %llu waits\n",
+      "waits | send cap %zu: %llu received, peak %llu requests alive, %llu waits | framed: %llu "
+      "sent, %llu received\n",
       s.here, p, s.failures == 0 ? "PASS" : "FAIL",
       static_cast<unsigned long long>(s.phases[single].received), seconds,
       static_cast<unsigned long long>(remote),
@@ -361,7 +403,9 @@ int run() {
       static_cast<unsigned long long>(pressed_stats.backpressure_waits), k_cap,
       static_cast<unsigned long long>(s.phases[capped].received),
       static_cast<unsigned long long>(capped_stats.peak_sends_in_flight),
-      static_cast<unsigned long long>(capped_stats.backpressure_waits));
+      static_cast<unsigned long long>(capped_stats.backpressure_waits),
+      static_cast<unsigned long long>(framed_sent),
+      static_cast<unsigned long long>(framed_received));
   std::fflush(stdout);
   return s.failures == 0 ? 0 : 1;
 }

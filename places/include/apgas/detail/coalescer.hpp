@@ -179,6 +179,12 @@ public:
   /// Throws std::length_error as append().
   bool claim_alone(place_id to, std::size_t message_bytes);
 
+  /// @brief Counts a frame of `message_bytes` to `to` as appended and outstanding, after the
+  /// fact: for a frame sent alone without claim_alone() (nothing was outstanding to `to`) whose
+  /// send did not complete at once. The caller calls complete() when it does, and must not let
+  /// that happen before this call (the transport makes both under its network lock).
+  void count_alone(place_id to, std::size_t message_bytes);
+
   /// @brief Coalescing on or off for later appends (see transport::set_coalescing).
   void set_coalescing(bool on) noexcept {
     // relaxed: appends read it as they come; one that misses the change by a few messages is
