@@ -313,6 +313,22 @@ void transport_base::accept(received&& message) {
     bump(m_mpi_received);
     bump(m_bytes_received, message.bytes.size());
   }
+  // relaxed, and no RMW (below): read by quiescent() as a hint. In the fake network the
+  // sender's completion (a release RMW) comes after this, so whoever sees the sender idle also
+  // sees this count. Only the poll owner writes it (successive owners are ordered by
+  // m_poll_lock).
+  m_pending_count.store(m_pending_count.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
+  if (!m_has_current && m_pending_head == m_pending.size()) {
+    // Nothing waits before it (the common case: one message at a time): it becomes the message
+    // being delivered at once, without a trip through the queue. It is checked before any of it
+    // is delivered, as the others (see deliver).
+    m_current = std::move(message);
+    m_has_current = true;
+    m_current_checked = false;
+    m_offset = 0;
+    return;
+  }
   if (m_pending_head >= 64 && 2 * m_pending_head >= m_pending.size()) {
     // Arrivals keep the queue from ever emptying: drop the delivered prefix.
     m_pending.erase(m_pending.begin(),
@@ -320,12 +336,6 @@ void transport_base::accept(received&& message) {
     m_pending_head = 0;
   }
   m_pending.push_back(std::move(message));
-  // relaxed: read by quiescent() as a hint. In the fake network the sender's completion (a
-  // release RMW) comes after this, so whoever sees the sender idle also sees this count.
-  // A load and a store, not an RMW: only the poll owner writes it (successive owners are
-  // ordered by m_poll_lock).
-  m_pending_count.store(m_pending_count.load(std::memory_order_relaxed) + 1,
-                        std::memory_order_relaxed);
 }
 
 void transport_base::progress(coalescer::seal_mode mode, bool receive) {
@@ -406,13 +416,17 @@ std::size_t transport_base::deliver() {
         m_pending_head = 0;
       }
       m_has_current = true;
+      m_current_checked = false;
       m_offset = 0;
+    }
+    if (!m_current_checked) {
       // The whole network message is checked before any of it is delivered.
       if (const auto error = validate_frames(m_current.bytes.bytes())) {
         const place_id from = m_current.from;
         finish_current();
         throw transport_error(describe(*error, from));
       }
+      m_current_checked = true;
     }
     if (m_offset == m_current.bytes.size()) {
       finish_current();
