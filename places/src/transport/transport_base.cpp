@@ -319,13 +319,14 @@ void transport_base::accept(received&& message) {
   // m_poll_lock).
   m_pending_count.store(m_pending_count.load(std::memory_order_relaxed) + 1,
                         std::memory_order_relaxed);
-  if (!m_has_current && m_pending_head == m_pending.size()) {
-    // Nothing waits before it (the common case: one message at a time): it becomes the message
-    // being delivered at once, without a trip through the queue. It is checked before any of it
-    // is delivered, as the others (see deliver).
+  if (!m_has_current && m_pending_head == m_pending.size() &&
+      !validate_frames(message.bytes.bytes())) {
+    // Nothing waits before it (the common case: one message at a time) and its frames are
+    // sound: it becomes the message being delivered at once, without a trip through the queue.
+    // (A corrupt one is queued, and deliver() reports it: not here, where a nested progress
+    // inside a sender would throw it into that sender.)
     m_current = std::move(message);
     m_has_current = true;
-    m_current_checked = false;
     m_offset = 0;
     return;
   }
@@ -416,17 +417,14 @@ std::size_t transport_base::deliver() {
         m_pending_head = 0;
       }
       m_has_current = true;
-      m_current_checked = false;
       m_offset = 0;
-    }
-    if (!m_current_checked) {
-      // The whole network message is checked before any of it is delivered.
+      // The whole network message is checked before any of it is delivered (accept() checked
+      // one that it made current at once).
       if (const auto error = validate_frames(m_current.bytes.bytes())) {
         const place_id from = m_current.from;
         finish_current();
         throw transport_error(describe(*error, from));
       }
-      m_current_checked = true;
     }
     if (m_offset == m_current.bytes.size()) {
       finish_current();

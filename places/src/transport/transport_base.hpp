@@ -186,7 +186,6 @@ private:
   std::size_t m_pending_head = 0;
   received m_current; ///< the network message being delivered
   bool m_has_current = false;
-  bool m_current_checked = false; ///< validate_frames passed for m_current
   std::size_t m_offset = 0; ///< next frame of m_current
 
   // Statistics: relaxed atomics (counters nobody synchronises on). Single writer each (under
