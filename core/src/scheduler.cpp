@@ -157,14 +157,11 @@ void scheduler::run_root(promise_base& root) {
   f.rethrow_if_failed();
 }
 
-void scheduler::inject(deque_item item) {
-  // A handler run by one of our workers polling between strands: the item goes to that
-  // worker, which runs it right after the poll (its handoff slot, then its deque, where others
-  // may steal it). Saves the queue's lock twice on the path of every `at` request, `at` reply
-  // and remote async.
+void scheduler::inject_other(deque_item item) {
+  // A handler run by one of our workers polling between strands, whose handoff slot is taken:
+  // the item goes to that worker's deque (see inject).
   if (worker* w = t_worker; w != nullptr && w->m_between_strands && &w->sched() == this) {
-    if (w->m_handoff == 0) w->m_handoff = item; // run as soon as the poll returns
-    else w->push_between_strands(item);
+    w->push_between_strands(item);
     return;
   }
   {

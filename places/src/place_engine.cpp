@@ -405,9 +405,18 @@ void place_engine::send_reply(reply_address to, bool ok, std::span<const std::by
 // ---- receiving -------------------------------------------------------------------------------
 
 void place_engine::on_message(place_id from, std::span<const std::byte> bytes) {
-  // The common message first, without the switch's frame: a stream of remote asyncs.
-  if (!bytes.empty() && bytes[0] == std::byte{static_cast<std::uint8_t>(msg_kind::plain_run)})
-    [[likely]] return on_plain_run(from, bytes.subspan(1));
+  if (bytes.empty()) [[unlikely]]
+    return on_other_message(from, bytes); // reports it
+  // The common messages first, without the switch's frame: a stream of remote asyncs, then
+  // the two halves of an `at` of a plain function, whose round trip waits for each.
+  const auto kind = static_cast<msg_kind>(bytes[0]);
+  if (kind == msg_kind::plain_run) [[likely]]
+    return on_plain_run(from, bytes.subspan(1));
+  if (kind == msg_kind::rpc || kind == msg_kind::reply) {
+    byte_reader r(bytes.subspan(1));
+    if (kind == msg_kind::rpc) return on_rpc(from, r);
+    return on_reply(r);
+  }
   on_other_message(from, bytes);
 }
 

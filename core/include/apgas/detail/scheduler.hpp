@@ -38,8 +38,25 @@ public:
   /// @throws multiple_exceptions if activities failed.
   void run_root(promise_base& root);
 
+private:
+  /// inject() other than into the calling worker's free handoff slot.
+  void inject_other(deque_item item);
+
+public:
+
   /// @brief Hands an item to the place from any thread; an idle worker picks it up.
-  void inject(deque_item item);
+  /// A handler run by one of our workers polling between strands gives it to that worker,
+  /// which runs it right after the poll (its handoff slot, then its deque, where others may
+  /// steal it): no queue, no lock, on the path of every `at` request and reply and remote
+  /// async. The handoff slot's case is inline (a resumed `at` caller takes it).
+  void inject(deque_item item) {
+    if (worker* w = t_worker; w != nullptr && w->m_between_strands && &w->sched() == this &&
+                              w->m_handoff == 0) {
+      w->m_handoff = item; // run as soon as the poll returns
+      return;
+    }
+    inject_other(item);
+  }
 
   /// @brief Connects the place's message engine: idle workers poll it, and parked workers
   /// wake up now and then to do so (a place with nothing to do still sleeps almost all the
