@@ -38,12 +38,6 @@ public:
   /// @throws multiple_exceptions if activities failed.
   void run_root(promise_base& root);
 
-private:
-  /// inject() other than into the calling worker's free handoff slot.
-  void inject_other(deque_item item);
-
-public:
-
   /// @brief Hands an item to the place from any thread; an idle worker picks it up.
   /// A handler run by one of our workers polling between strands gives it to that worker,
   /// which runs it right after the poll (its handoff slot, then its deque, where others may
@@ -107,6 +101,8 @@ private:
   void worker_main(unsigned index);
   void run_item(worker& self, deque_item item);
   deque_item find_work(worker& self);
+  /// inject() other than into the calling worker's free handoff slot.
+  void inject_other(deque_item item);
   deque_item take_injected_batch(worker& self);
   bool work_visible() const;
 
