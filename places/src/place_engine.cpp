@@ -901,7 +901,11 @@ void place_engine::apply_report(const finish_report& rep, const std::vector<std:
   link.touch(rep.from);
   std::vector<place_id> ask;
   const bool closed = link.tally.on_report(rep, &ask);
-  send_asks(link.id, ask); // (none if closed)
+  // Once this report is applied, a report applied by another thread (the home's own proxy's,
+  // from the worker that ended its last strand) may close the tally and end the finish: `f`
+  // and `link` may be freed from here on unless this report closed it (then the finish waits
+  // for the release below). So the asks use the report's copy of the id, not link.id.
+  send_asks(rep.id, ask); // (none if closed)
   if (closed) {
     m_awaited.sub(); // relaxed: a hint
     if (f->release_remote_part()) complete_from_outside(*f);
