@@ -1,8 +1,9 @@
 // dist-nqueens N [--spread-depth d] [--cutoff-depth D]: N-Queens over places. Place 0 lists the
 // safe placements of the top d rows; each such subtree goes to a place, round-robin, as an
-// `at` that runs the local parallel kernel (one async per safe square down to row D) there and
-// sends its count back. Checked against the known counts and, for N <= 14 (unless --no-seq),
-// against nqueens_seq at place 0.
+// async_at that runs the local parallel kernel (one async per safe square down to row D) there
+// and sends its count back to place 0 with another async_at. One finish at place 0 waits for
+// all of it. Checked against the known counts and, for N <= 14 (unless --no-seq), against
+// nqueens_seq at place 0.
 #include "apgas_apps/cli.hpp"
 #include "apgas_apps/nqueens.hpp"
 
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -32,14 +34,27 @@ void list_prefixes(apgas_apps::nqueens_board& b, int n, int row, int depth,
   }
 }
 
-/// Counts the solutions below `prefix` (its top `depth` rows placed) at place `p`.
-apgas::task<long> count_at(apgas::place_id p, apgas_apps::nqueens_board prefix, int n, int depth,
-                           int cutoff_depth) {
-  co_return co_await apgas::at(p, [](apgas_apps::nqueens_board b, int nn, int row,
-                                     int cutoff) -> apgas::task<long> {
-    co_return co_await apgas_apps::nqueens_rec(b, nn, row, cutoff);
-  }, prefix, n, depth, cutoff_depth);
-}
+/// The counts of the subtrees, by subtree, at place 0.
+using subtree_counts = std::vector<long>;
+
+/// Runs at place 0: stores the count of subtree i. Each subtree's count arrives once, and
+/// place 0 reads them after the finish that governs this activity: no lock, no atomic.
+struct store_count {
+  void operator()(apgas::global_ref<subtree_counts> counts, std::uint64_t i, long count) const {
+    (*counts)[i] = count;
+  }
+};
+
+/// Runs at the place a subtree was sent to: counts the solutions below `b` (its top `row`
+/// rows placed) with the local kernel, then sends the count home. Both activities are governed
+/// by the finish at place 0 that sent this one.
+struct count_subtree {
+  apgas::task<> operator()(apgas_apps::nqueens_board b, int n, int row, int cutoff,
+                           apgas::global_ref<subtree_counts> counts, std::uint64_t i) const {
+    const long count = co_await apgas_apps::nqueens_rec(b, n, row, cutoff);
+    co_await apgas::async_at(counts.home(), store_count{}, counts, i, count);
+  }
+};
 
 /// What a distributed run found: the total and each place's part of it.
 struct dist_count {
@@ -58,15 +73,20 @@ apgas::task<dist_count> dist_nqueens(int n, int spread_depth, int cutoff_depth) 
   apgas_apps::nqueens_board root;
   list_prefixes(root, n, 0, spread_depth, prefixes);
   const apgas::place_id places = apgas::places();
-  std::vector<long> counts(prefixes.size(), 0);
-  // One activity per subtree, round-robin over the places: each waits for its place's
-  // answer (its worker goes on meanwhile), all under one finish.
+  subtree_counts counts(prefixes.size(), -1); // -1: no count came back
+  const apgas::global_ref<subtree_counts> counts_ref(counts);
+  // One remote activity per subtree, round-robin over the places (place 0 included); each
+  // sends its count back with an async_at of its own. The finish ends when every subtree is
+  // counted and every count has arrived.
   co_await apgas::finish([&]() -> apgas::task<> {
     for (std::size_t i = 0; i < prefixes.size(); ++i) {
       const auto p = static_cast<apgas::place_id>(i % places);
-      co_await apgas::async(count_at(p, prefixes[i], n, spread_depth, cutoff_depth), counts[i]);
+      co_await apgas::async_at(p, count_subtree{}, prefixes[i], n, spread_depth, cutoff_depth,
+                               counts_ref, static_cast<std::uint64_t>(i));
     }
   });
+  if (std::find(counts.begin(), counts.end(), -1) != counts.end())
+    throw std::logic_error("dist-nqueens: the finish ended before every count came back");
   dist_count d;
   d.per_place.assign(places, 0);
   d.subtrees.assign(places, 0);
@@ -93,8 +113,9 @@ int main(int argc, char** argv) {
   apgas_apps::cli cli(
       "dist-nqueens",
       "N-Queens over places: the safe placements of the top d rows are subtrees sent\n"
-      "round-robin to the places (one `at` each), where the local kernel counts them with one\n"
-      "async per safe square down to row D; the counts come back to place 0.");
+      "round-robin to the places (one async_at each), where the local kernel counts them with\n"
+      "one async per safe square down to row D; each count comes back to place 0 with an\n"
+      "async_at, all under one finish.");
   cli.positional("N", "board size (1 to 20)", n, 1, apgas_apps::k_nqueens_max);
   cli.option("--spread-depth", "d",
              fmt::format("rows placed at place 0 to cut the tree into subtrees (default {})",
