@@ -22,7 +22,8 @@ SAMPLES = os.path.join(HERE, "samples")
 SVG = "{http://www.w3.org/2000/svg}"
 
 # Per chart: legend texts that must be there and the least number of data elements the samples
-# give (4 place counts; 3 payloads x 3 bars; 3 pairs x 2 bars; 4 cases x 4 schedulers).
+# give (4 place counts; 3 payloads x 3 bars; 3 pairs x 2 bars; 4 cases x 4 schedulers;
+# 6 cases x 3 schedulers).
 EXPECTED = {
     "finish_messages.svg": (["1 place", "2 places", "3 places", "4 places", "limit 2 x ideal"],
                             4),
@@ -30,6 +31,8 @@ EXPECTED = {
                         "limit 1.5 x raw median"], 9),
     "async_throughput.svg": (["coalescing on", "coalescing off", "target: 10 x off"], 6),
     "apps_ns_per_task.svg": (["apgas work-first", "apgas help-first", "TBB", "OpenMP"], 16),
+    "speedup_vs_ceiling.svg": (["apgas work-first", "apgas help-first", "TBB",
+                                "speedup = ceiling", "target 1.8"], 18),
 }
 
 failures = []
@@ -114,6 +117,7 @@ def check_bad_input(tmp):
     cases = [
         ("finish-messages", garbage), ("at-latency", garbage), ("async-throughput", garbage),
         ("apps", garbage), ("apps", not_json), ("apps", wrong_json),
+        ("speedup", not_json), ("speedup", wrong_json),
         ("finish-messages", os.path.join(tmp, "missing.txt")),
         ("at-latency", os.path.join(SAMPLES, "bench_apps.json")),
         ("all", empty_dir),

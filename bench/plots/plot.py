@@ -15,10 +15,16 @@ Usage:
     bench/plots/plot.py apps FILE.json [--workers N] -o OUT.svg
         FILE.json: output of `bench_apps --json`. Nanoseconds per task of each scheduler on the
         fine-grained cases (no cutoff), at N workers (default 1).
+    bench/plots/plot.py speedup FILE.json... -o OUT.svg
+        FILE.json: outputs of `bench_apps --json` (any number of runs). Speedup of 2 workers
+        over 1 of apgas (both policies) and TBB for fib, integrate and nqueens, against the
+        machine's own ceiling measured in the same run (two copies of the sequential kernel at
+        once against one): one point per case, scheduler and run.
     bench/plots/plot.py all DIR -o OUTDIR
         Reads DIR/finish_messages.txt, DIR/at_latency.txt, DIR/async_throughput.txt and
         DIR/bench_apps.json (those present) and writes finish_messages.svg, at_latency.svg,
-        async_throughput.svg and apps_ns_per_task.svg into OUTDIR (created if needed).
+        async_throughput.svg, apps_ns_per_task.svg and speedup_vs_ceiling.svg into OUTDIR
+        (created if needed).
 
     -o - writes the SVG to standard output (not for `all`).
 
@@ -432,7 +438,9 @@ class Figure:
                 self.text(self.left - 7, y + 4, lab, 11, "end")
         self.text(18, (self.top + self.bottom) / 2, label, 12, "middle", rotate=True)
 
-    def log_x_axis(self, scale, label):
+    def x_axis(self, scale, label):
+        """Vertical grid lines with labels under the plot (any scale with ticks()), then the
+        axis title."""
         for v, lab, major in scale.ticks():
             x = scale(v)
             self.line(x, self.top, x, self.bottom, GRID if major else "#f1f1f1", 1)
@@ -499,7 +507,7 @@ class Figure:
 
 
 # --------------------------------------------------------------------------------------------
-# The four charts
+# The charts
 
 def plural(n, word):
     return f"{n} {word}" + ("" if n == 1 else "s")
@@ -524,7 +532,7 @@ def chart_finish_messages(rows, source):
     top = max(max(r["control"], 2 * r["ideal"]) for r in rows.values())
     ys = Linear.from_zero(max(top, 1.0), fig.bottom, fig.top)
     fig.value_axis(ys, "control messages per finish")
-    fig.log_x_axis(xs, "asyncs per finish (log scale)")
+    fig.x_axis(xs, "asyncs per finish (log scale)")
 
     legend = []
     # Limits first, so that a line lying exactly on its limit stays visible on top of it.
@@ -770,6 +778,84 @@ def chart_apps(rows, path, source, workers=1):
     return fig.render()
 
 
+SPEEDUP_APPS = ("fib", "integrate", "nqueens")  # the apps target (b) names
+SPEEDUP_VARIANTS = ("apgas-wf", "apgas-hf", "tbb")  # OpenMP's fine-grained runs do not scale
+SPEEDUP_TARGET = 1.8
+COPIES = "seq-copies"  # bench_apps' rows of the sequential kernel run as 1 and 2 copies at once
+
+
+def speedup_points(rows, path):
+    """(case, variant, ceiling, speedup) for every case of SPEEDUP_APPS with both a ceiling and
+    1- and 2-worker rows of the variant."""
+    seconds = {}
+    for r in rows:
+        t = r.get("seconds")
+        if (r.get("built") is False or isinstance(t, bool) or not isinstance(t, (int, float))
+                or not t > 0 or not math.isfinite(t)):
+            continue
+        seconds[(str(r.get("case")), str(r.get("variant")), r.get("workers"))] = (
+            float(t), str(r.get("app")))
+    points = []
+    for (case, variant, workers), (one, app) in sorted(seconds.items()):
+        if variant != COPIES or workers != 1 or app not in SPEEDUP_APPS:
+            continue
+        two = seconds.get((case, COPIES, 2))
+        if two is None:
+            continue
+        ceiling = 2 * one / two[0]
+        for v in SPEEDUP_VARIANTS:
+            a, b = seconds.get((case, v, 1)), seconds.get((case, v, 2))
+            if a is not None and b is not None:
+                points.append((case, v, ceiling, a[0] / b[0]))
+    if not points:
+        raise InputError(f"{path}: no case of {', '.join(SPEEDUP_APPS)} with {COPIES} rows and "
+                         "1- and 2-worker runs (expected `bench_apps --json` output)")
+    return points
+
+
+def chart_speedup(runs, source):
+    """runs: one list of speedup_points per bench_apps run."""
+    points = [p for run in runs for p in run]
+    apgas = [p for p in points if p[1].startswith("apgas")]
+    below = [p for p in apgas if p[2] < SPEEDUP_TARGET]
+    above = [p for p in apgas if p[2] >= SPEEDUP_TARGET]
+    tracks = sum(1 for p in below if p[3] >= 0.95 * p[2])
+    meets = sum(1 for p in above if p[3] >= SPEEDUP_TARGET)
+    sub = [f"{plural(len(runs), 'run')} of bench_apps, each point the best of its rounds. "
+           "Ceiling: two copies of the sequential kernel at once against one, in the same "
+           "rounds (what a perfect scheduler could reach then).",
+           f"apgas: >= {SPEEDUP_TARGET:g} in {meets} of {len(above)} points where the machine "
+           f"allowed {SPEEDUP_TARGET:g}; >= 95% of the ceiling in {tracks} of {len(below)} "
+           "where it did not."]
+    fig = Figure("Speedup of 2 workers over 1 against the machine's ceiling", sub, source,
+                 plot_height=360)
+    values = [p[2] for p in points] + [p[3] for p in points] + [SPEEDUP_TARGET]
+    lo = math.floor((min(values) - 0.05) * 10) / 10
+    hi = math.ceil((max(values) + 0.05) * 10) / 10
+    xs = Linear(lo, hi, fig.left, fig.right)
+    ys = Linear(lo, hi, fig.bottom, fig.top)
+    fig.value_axis(ys, "speedup, 2 workers over 1")
+    # What a perfect scheduler reaches (speedup = ceiling), and the target.
+    fig.line(xs(lo), ys(lo), xs(hi), ys(hi), MUTED, 1.2, "6 4", cls="limit",
+             tooltip="speedup = the machine's ceiling")
+    fig.line(fig.left, ys(SPEEDUP_TARGET), fig.right, ys(SPEEDUP_TARGET), INK, 1.4, "2 3",
+             cls="limit", tooltip=f"target {SPEEDUP_TARGET:g}")
+    for j, v in enumerate(SPEEDUP_VARIANTS):
+        for case, variant, ceiling, speedup in points:
+            if variant == v:
+                fig.marker(MARKERS[j % len(MARKERS)], xs(ceiling), ys(speedup),
+                           PALETTE[j % len(PALETTE)],
+                           f"{case}, {APP_NAMES.get(v, v)}: speedup {speedup:.2f}, "
+                           f"ceiling {ceiling:.2f}")
+    fig.x_axis(xs, "the machine's ceiling in the same run (2 copies of the sequential kernel)")
+    fig.frame()
+    fig.legend([("line", (PALETTE[j % len(PALETTE)], MARKERS[j % len(MARKERS)], None),
+                 APP_NAMES.get(v, v)) for j, v in enumerate(SPEEDUP_VARIANTS)]
+               + [("line", (MUTED, None, "6 4"), "speedup = ceiling"),
+                  ("line", (INK, None, "2 3"), f"target {SPEEDUP_TARGET:g}")])
+    return fig.render()
+
+
 # --------------------------------------------------------------------------------------------
 # Command line
 
@@ -799,13 +885,16 @@ def render_one(kind, paths, workers=1):
         return chart_async_throughput(parse_async_throughput(paths[0]), source)
     if kind == "apps":
         return chart_apps(parse_apps(paths[0]), paths[0], source, workers)
+    if kind == "speedup":
+        return chart_speedup([speedup_points(parse_apps(p), p) for p in paths], source)
     raise AssertionError(kind)
 
 
 ALL = [("finish-messages", "finish_messages.txt", "finish_messages.svg"),
        ("at-latency", "at_latency.txt", "at_latency.svg"),
        ("async-throughput", "async_throughput.txt", "async_throughput.svg"),
-       ("apps", "bench_apps.json", "apps_ns_per_task.svg")]
+       ("apps", "bench_apps.json", "apps_ns_per_task.svg"),
+       ("speedup", "bench_apps.json", "speedup_vs_ceiling.svg")]
 
 
 def run_all(directory, outdir):
@@ -849,6 +938,10 @@ def main(argv=None):
     p.add_argument("files", nargs=1, metavar="FILE.json")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="plot the runs at N workers (default 1)")
+    p.add_argument("-o", dest="out", required=True, metavar="OUT.svg")
+    p = sub.add_parser("speedup", help="bench_apps --json output(s): speedup against the "
+                       "machine's ceiling")
+    p.add_argument("files", nargs="+", metavar="FILE.json")
     p.add_argument("-o", dest="out", required=True, metavar="OUT.svg")
     p = sub.add_parser("all", help="every chart from the files in DIR")
     p.add_argument("dir", metavar="DIR")
