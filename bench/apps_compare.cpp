@@ -896,7 +896,7 @@ void print_checks(std::FILE* out, const std::vector<row>& rows, const std::vecto
           const row* tbb_two = find_row(rows, c.label, "tbb", 2);
           if (tbb_one != nullptr && tbb_two != nullptr)
             extra += fmt::format(", tbb {:4.2f}", tbb_one->seconds / tbb_two->seconds);
-          fmt::print(out, "  (b) {} {:<22} speedup 2w/1w {:5.2f} (>= 1.80) {}{}\n", v, c.label,
+          fmt::print(out, "  (b) {} {:<22} speedup 2w/1w {:5.3f} (>= 1.80) {}{}\n", v, c.label,
                      sp, verdict(sp >= 1.8), extra);
           if (sp >= 1.8) ++speedup.pass;
           else if (machine_below) ++speedup.miss_machine_below;
