@@ -107,7 +107,7 @@ def checks(rows):
                            f"(limit {nt / 3:.1f}): **{verdict(na <= nt / 3)}**")
             if app in ("fib", "integrate", "nqueens") and one and two:
                 sp = one["seconds"] / two["seconds"]
-                out.append(f"- (b) {v} {case}: speedup 2w/1w {sp:.2f} (>= 1.80): "
+                out.append(f"- (b) {v} {case}: speedup 2w/1w {sp:.3f} (>= 1.80): "
                            f"**{verdict(sp >= 1.8)}**")
             if coarse and one and seq:
                 ratio = one["seconds"] / seq["seconds"]
