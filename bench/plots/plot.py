@@ -471,8 +471,9 @@ class Figure:
         self.line(self.left, self.top, self.left, self.bottom, INK, 1.2)
 
     def legend(self, items):
-        """items: (kind, style, label) with kind 'line' (style: colour, marker, dash) or 'bar'
-        (style: colour). Laid out left to right under the axis title, wrapping as needed."""
+        """items: (kind, style, label) with kind 'line' (style: colour, marker, dash), 'marker'
+        (style: colour, marker; a point of a scatter plot) or 'bar' (style: colour). Laid out
+        left to right under the axis title, wrapping as needed."""
         size, swatch, gap = 12, 28, 20
         x, y = self.left, self.cursor + 20
         for kind, style, label in items:
@@ -483,6 +484,10 @@ class Figure:
             if kind == "bar":
                 self.body.append(f'<rect x="{r1(x + 6)}" y="{r1(cy - 6)}" width="16" '
                                  f'height="12" fill="{style[0]}"/>')
+            elif kind == "marker":
+                color, mk = style
+                self.body.append(f'<path d="{marker_path(mk, x + swatch / 2, cy)}" '
+                                 f'fill="{color}" stroke="#ffffff" stroke-width="0.8"/>')
             else:
                 color, mk, dash = style
                 self.line(x, cy, x + swatch, cy, color, 2 if not dash else 1.6, dash)
@@ -849,7 +854,7 @@ def chart_speedup(runs, source):
                            f"ceiling {ceiling:.2f}")
     fig.x_axis(xs, "the machine's ceiling in the same run (2 copies of the sequential kernel)")
     fig.frame()
-    fig.legend([("line", (PALETTE[j % len(PALETTE)], MARKERS[j % len(MARKERS)], None),
+    fig.legend([("marker", (PALETTE[j % len(PALETTE)], MARKERS[j % len(MARKERS)]),
                  APP_NAMES.get(v, v)) for j, v in enumerate(SPEEDUP_VARIANTS)]
                + [("line", (MUTED, None, "6 4"), "speedup = ceiling"),
                   ("line", (INK, None, "2 3"), f"target {SPEEDUP_TARGET:g}")])
