@@ -35,6 +35,7 @@ local_runtime::~local_runtime() {
   m_sched->stop();
   if (m_sched->opts().stats) print_stats();
   m_sched.reset();
+  // release: the next runtime's exchange (acq_rel) sees this one's teardown complete.
   g_current.store(nullptr, std::memory_order_release);
 }
 
@@ -75,6 +76,7 @@ void local_runtime::progress_loop() {
   }
 }
 
+// acquire: pairs with the constructor's exchange, so the caller sees the runtime constructed.
 local_runtime* local_runtime::current() noexcept { return g_current.load(std::memory_order_acquire); }
 
 void local_runtime::print_stats() const {

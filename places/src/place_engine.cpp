@@ -137,12 +137,14 @@ place_engine::place_engine(scheduler& sched, std::unique_ptr<transport> net,
 }
 
 place_engine::~place_engine() {
+  // release: the next engine's exchange (acq_rel) sees this one's teardown complete.
   g_engine.store(nullptr, std::memory_order_release);
   std::lock_guard guard(m_proxies_mutex);
   for (auto& [id, px] : m_proxies) delete px; // none remain after a clean run
 }
 
 place_engine& place_engine::current() {
+  // acquire: pairs with the constructor's exchange, so the caller sees the engine constructed.
   place_engine* e = g_engine.load(std::memory_order_acquire);
   if (e == nullptr)
     throw std::logic_error("apgas: no runtime: create an apgas::runtime before using places");
@@ -150,7 +152,7 @@ place_engine& place_engine::current() {
 }
 
 place_engine* place_engine::current_or_null() noexcept {
-  return g_engine.load(std::memory_order_acquire);
+  return g_engine.load(std::memory_order_acquire); // acquire: see current()
 }
 
 void place_engine::check_place(place_id p) const {
@@ -165,6 +167,8 @@ namespace {
 // Set by SIGUSR1 (see runtime.cpp): the next poll prints the open finishes of this place.
 // A lock-free atomic (async-signal-safe), read by another thread than the handler's. relaxed:
 // a request flag; the dump reads nothing the handler wrote.
+/// Set by SIGUSR1, taken by the next poll. relaxed: a request, nothing is published with it
+/// (the dump reads the engine's state under the engine's own locks).
 std::atomic<bool> g_dump_requested{false};
 static_assert(std::atomic<bool>::is_always_lock_free);
 extern "C" void request_dump(int) { g_dump_requested.store(true, std::memory_order_relaxed); }
@@ -232,8 +236,10 @@ home_link& place_engine::create_home_link(finish_state& f) {
     const std::uint64_t pattern_bit = f.m_pattern == finish_pattern::spmd ? k_spmd_serial_bit : 0;
     link->id = finish_id{m_here, m_next_serial++ | pattern_bit};
     m_homes.emplace(link->id.serial, &f);
+    // release: a strand that loads the link with acquire (home_link_of, the send paths) sees
+    // it constructed and registered.
     std::atomic_ref<void*>(f.m_remote).store(link, std::memory_order_release);
-    m_counters.finishes_distributed.fetch_add(1, std::memory_order_relaxed);
+    m_counters.finishes_distributed.fetch_add(1, std::memory_order_relaxed); // relaxed: a statistic
   }
   return *static_cast<home_link*>(f.m_remote);
 }

@@ -21,6 +21,7 @@ public:
       : m_array(new ring(round_up_pow2(initial_capacity))) {}
   ws_deque(const ws_deque&) = delete;
   ws_deque& operator=(const ws_deque&) = delete;
+  // relaxed: a deque is destroyed only once no thief can reach it (its workers have stopped).
   ~ws_deque() { delete m_array.load(std::memory_order_relaxed); }
 
   /// @brief Owner only: push an item at the bottom.
