@@ -177,8 +177,9 @@ int main(int argc, char** argv) {
   cli.positional("M", "random only: neighbours each vertex picks (1 to 1024)", spec.m, spec.m,
                  spec.m, /*required=*/false);
   cli.option("--depth-limit", "D",
-             "recursion budget of each stage (default 30; 0 = one BFS level a stage)", depth_limit,
-             0U, k_max_depth_limit);
+             fmt::format("recursion budget of each stage (default {}; 0 = one BFS level a stage)",
+                         apgas_apps::k_default_depth_limit),
+             depth_limit, 0U, k_max_depth_limit);
   cli.option("--seed", "S", "graph generator seed (default 1)", spec.seed, std::uint64_t{0},
              std::numeric_limits<std::uint64_t>::max());
 

@@ -8,8 +8,9 @@
 /// workers bounce transfers when the stack gets deep), so nesting costs no native stack, but
 /// every level keeps a coroutine frame alive (and, under help-first, the deques fill with
 /// pending siblings): O(V) memory, and a long thin DFS path that a thief can only nibble at.
-/// Measured on 2D-torus(4000), 2 workers: no limit takes 2.3x the memory (1.2 GB RSS) and
-/// 3.5x the time of the default limit. So the recursion carries a budget. A vertex reached
+/// Measured on 2D-torus(4000), 2 workers: no limit took 2.3x the memory (1.2 GB RSS) and
+/// 3.5x the time of a limit of 30 (on torus(4096) now: 800 to 890 MB against 472, 0.84 to
+/// 0.96 s against 0.52 to 0.58 with the default limit). So the recursion carries a budget. A vertex reached
 /// with budget 0 is claimed but not expanded; it goes into an overflow accumulator. When the
 /// traversal has quiesced (its finish ended), a new *stage* expands every accumulated vertex
 /// with a fresh budget, in parallel (a finish over a loop split in halves), and so on until a
@@ -40,9 +41,14 @@ namespace apgas_apps {
 
 /// @brief parent[v] of a vertex not reached yet.
 inline constexpr vertex_id k_unvisited = std::numeric_limits<vertex_id>::max();
-/// @brief The paper's C_LIMIT: 2^30 calls of work below a stage root if the tree is balanced,
-/// and a bounded number of live frames per chain.
-inline constexpr unsigned k_default_depth_limit = 30;
+/// @brief The recursion budget of a stage: a bounded number of live frames per chain. The
+/// paper's C_LIMIT is 30; here 1000. On torus(4096) a limit of 30 makes 180 stages and
+/// overflows 3.5 M vertices, each expanded again later from a chunk, far from where it was
+/// claimed; 1000 makes 20 and 1.8 M, and takes 1.13 s instead of 1.77 on one worker, 0.52
+/// instead of 0.63 on two (work-first; help-first 1.55 -> 1.14 and 0.68 -> 0.58), in the same
+/// memory (472 MB RSS, mostly the graph). On random, hypercube and bintree graphs, where the
+/// limit rarely binds, 30 and 1000 are within the noise (2 workers, both policies).
+inline constexpr unsigned k_default_depth_limit = 1000;
 
 /// @brief What a parallel traversal did besides filling the parent array.
 struct spanning_tree_stats {
