@@ -8,13 +8,12 @@
 /// workers bounce transfers when the stack gets deep), so nesting costs no native stack, but
 /// every level keeps a coroutine frame alive (and, under help-first, the deques fill with
 /// pending siblings): O(V) memory, and a long thin DFS path that a thief can only nibble at.
-/// Measured on 2D-torus(4000), 2 workers: no limit took 2.3x the memory (1.2 GB RSS) and
-/// 3.5x the time of a limit of 30 (on torus(4096) now: 800 to 890 MB against 472, 0.84 to
-/// 0.96 s against 0.52 to 0.58 with the default limit). So the recursion carries a budget. A vertex reached
-/// with budget 0 is claimed but not expanded; it goes into an overflow accumulator. When the
-/// traversal has quiesced (its finish ended), a new *stage* expands every accumulated vertex
-/// with a fresh budget, in parallel (a finish over a loop split in halves), and so on until a
-/// stage overflows nothing. Bounded depth also makes each stage a wide, "probabilistically
+/// Measured on 2D-torus(4096), 2 workers: no limit takes 800 to 890 MB RSS and 0.84 to 0.96 s,
+/// the default limit (k_default_depth_limit) 472 MB and 0.52 to 0.58 s. So the recursion
+/// carries a budget. A vertex reached with budget 0 is claimed but not expanded; it goes into
+/// an overflow accumulator. When the traversal has quiesced (its finish ended), a new *stage*
+/// expands every accumulated vertex with a fresh budget, in parallel (a finish over a loop
+/// split in halves), and so on until a stage overflows nothing. Bounded depth also makes each stage a wide, "probabilistically
 /// balanced" divide-and-conquer.
 ///
 ///     apgas_apps::reset_parents(parent);                            // all k_unvisited
