@@ -13,8 +13,8 @@
 /// carries a budget. A vertex reached with budget 0 is claimed but not expanded; it goes into
 /// an overflow accumulator. When the traversal has quiesced (its finish ended), a new *stage*
 /// expands every accumulated vertex with a fresh budget, in parallel (a finish over a loop
-/// split in halves), and so on until a stage overflows nothing. Bounded depth also makes each stage a wide, "probabilistically
-/// balanced" divide-and-conquer.
+/// split in halves), and so on until a stage overflows nothing. Bounded depth also makes
+/// each stage a wide, "probabilistically balanced" divide-and-conquer.
 ///
 ///     apgas_apps::reset_parents(parent);                            // all k_unvisited
 ///     auto stats = rt.run(apgas_apps::spanning_tree(g, 0, parent));  // parent[v]: v's parent
