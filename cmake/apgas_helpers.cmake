@@ -74,7 +74,11 @@ function(apgas_add_unit_test)
   )
 endfunction()
 
-# Extra launcher flags for Open MPI's mpiexec (decided once per build directory).
+# Extra launcher flags for Open MPI's mpiexec (decided once per build directory). With a rank
+# count of 1 (optional second argument): also --bind-to none, because Open MPI binds a lone rank
+# to one core and its place would run one worker; unbound it gets the machine's PUs, as a
+# program started without mpirun does. (Two ranks get a core each on this 2-core machine, four
+# run unbound: both as a user's run would.)
 function(_apgas_mpiexec_extra_flags out_var)
   if(NOT DEFINED CACHE{APGAS_MPIEXEC_IS_OPENMPI})
     execute_process(COMMAND "${MPIEXEC_EXECUTABLE}" --version
@@ -87,7 +91,11 @@ function(_apgas_mpiexec_extra_flags out_var)
     set(APGAS_MPIEXEC_IS_OPENMPI ${_is} CACHE INTERNAL "mpiexec is Open MPI's")
   endif()
   if(APGAS_MPIEXEC_IS_OPENMPI)
-    set(${out_var} --oversubscribe --allow-run-as-root PARENT_SCOPE)
+    set(flags --oversubscribe --allow-run-as-root)
+    if(ARGC GREATER 1 AND ARGV1 EQUAL 1)
+      list(APPEND flags --bind-to none)
+    endif()
+    set(${out_var} ${flags} PARENT_SCOPE)
   else()
     set(${out_var} "" PARENT_SCOPE)
   endif()
@@ -119,12 +127,11 @@ function(apgas_add_mpi_test)
   else()
     set(np_flag -n)
   endif()
-  _apgas_mpiexec_extra_flags(extra)
-
   foreach(n IN LISTS arg_RANKS)
     if(NOT n MATCHES "^[1-9][0-9]*$")
       message(FATAL_ERROR "apgas_add_mpi_test(${arg_NAME}): bad rank count `${n}`")
     endif()
+    _apgas_mpiexec_extra_flags(extra ${n})
     set(test_name "${arg_NAME}.np${n}")
     set(labels mpi ${arg_LABELS})
     add_test(NAME ${test_name}
