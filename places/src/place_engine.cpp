@@ -167,8 +167,6 @@ namespace {
 // Set by SIGUSR1 (see runtime.cpp): the next poll prints the open finishes of this place.
 // A lock-free atomic (async-signal-safe), read by another thread than the handler's. relaxed:
 // a request flag; the dump reads nothing the handler wrote.
-/// Set by SIGUSR1, taken by the next poll. relaxed: a request, nothing is published with it
-/// (the dump reads the engine's state under the engine's own locks).
 std::atomic<bool> g_dump_requested{false};
 static_assert(std::atomic<bool>::is_always_lock_free);
 extern "C" void request_dump(int) { g_dump_requested.store(true, std::memory_order_relaxed); }
