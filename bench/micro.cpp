@@ -28,7 +28,7 @@
 // and replaces it when a benchmark needs another count; TBB benchmarks drop it first so that
 // its idle workers do not compete. Benchmarks are registered grouped by worker count.
 #include <apgas/apgas.hpp>
-#include <apgas/detail/finish_protocol.hpp>
+#include <apgas/detail/finish_tally.hpp>
 
 #include <benchmark/benchmark.h>
 

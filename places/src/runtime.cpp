@@ -1,9 +1,14 @@
-// Start-up and shutdown of a place: MPI (when launched by mpirun), workers, message engine.
+// Start-up and shutdown of a place: MPI (when launched by mpirun), workers, the message engine
+// and its protocol modules.
 #include "apgas/runtime.hpp"
 
-#include "apgas/detail/transport_single.hpp"
+#include "apgas/detail/place_engine.hpp"
+#include "apgas/detail/place_modules.hpp"
 #include "apgas/detail/transport_mpi.hpp"
+#include "apgas/detail/transport_single.hpp"
 
+#include "distributed_finish.hpp"
+#include "run_protocol.hpp"
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -34,6 +39,20 @@ detail::transport_options transport_options_from(const options& o) {
 }
 } // namespace
 
+namespace detail {
+
+place_modules add_place_modules(place_engine& engine, const options& opts) {
+  place_modules m{};
+  m.runs = &engine.add_module<run_protocol>();
+  m.finish =
+      &engine.add_module<distributed_finish>(std::chrono::microseconds(opts.report_delay_us));
+  m.messages = &engine.add_module<active_messages>(*m.finish);
+  engine.add_registered_modules();
+  return m;
+}
+
+} // namespace detail
+
 runtime::runtime(int& argc, char** argv) {
   const options o = options::from_env_and_args(argc, argv);
   start(o, &argc, &argv);
@@ -50,19 +69,24 @@ void runtime::start(const options& opts, int* argc, char*** argv) {
     net = detail::make_single_place_transport(transport_options_from(opts));
   }
   m_local = std::make_unique<local_runtime>(opts);
-  m_engine = std::make_unique<detail::place_engine>(m_local->sched(), std::move(net),
-                                                    std::chrono::microseconds(opts.report_delay_us));
+  m_engine = std::make_unique<detail::place_engine>(m_local->sched(), std::move(net));
+  const detail::place_modules modules = detail::add_place_modules(*m_engine, opts);
+  m_runs = modules.runs;
+  m_finish = modules.finish;
+  m_messages = modules.messages;
+  detail::place_engine::set_current(m_engine.get());
+  detail::active_messages::set_current(m_messages);
   m_local->sched().set_network(m_engine.get());
-  m_local->set_place_label(m_engine->here(), m_engine->places());
-  if (m_engine->places() > 1) {
-    m_local->set_progress_extra([engine = m_engine.get()] {
-      const auto& c = engine->counters();
-      const auto t = engine->transport_counters(); // relaxed atomics: safe from any thread
+  m_local->set_place_label(here(), places());
+  if (places() > 1) {
+    m_local->set_progress_extra([this] {
+      const auto& am = m_messages->counters();
+      const auto& fc = m_finish->counters();
+      const auto t = m_engine->transport_counters(); // relaxed atomics: safe from any thread
       return fmt::format("messages out {} ({} MPI), in {}; activities sent {}, finish reports {}",
-                         t.logical_messages_sent, t.mpi_messages_sent,
-                         t.logical_messages_received,
-                         c.activities_sent.load(std::memory_order_relaxed),
-                         c.reports_sent.load(std::memory_order_relaxed));
+                         t.logical_messages_sent, t.mpi_messages_sent, t.logical_messages_received,
+                         am.activities_sent.load(std::memory_order_relaxed),
+                         fc.reports_sent.load(std::memory_order_relaxed));
     });
   }
   detail::place_engine::install_dump_signal();
@@ -82,37 +106,56 @@ runtime::~runtime() {
   m_local->sched().set_network(nullptr);
   m_local.reset(); // prints the worker table if asked
   if (stats) std::fputs(table.c_str(), stderr);
+  detail::active_messages::set_current(nullptr);
+  detail::place_engine::set_current(nullptr);
   m_engine.reset();
   m_mpi.reset();
 }
 
 void runtime::end_run(bool ok, std::span<const std::byte> payload) {
-  m_engine->announce_run_end(ok, payload);
+  m_runs->announce_run_end(ok, payload);
 }
 
-std::pair<bool, std::vector<std::byte>> runtime::wait_run_end() {
-  return m_engine->await_run_end();
+std::pair<bool, std::vector<std::byte>> runtime::wait_run_end() { return m_runs->await_run_end(); }
+
+place_id runtime::here() const noexcept { return m_engine->here(); }
+place_id runtime::places() const noexcept { return m_engine->places(); }
+void runtime::set_coalescing(bool on) { m_engine->set_coalescing(on); }
+std::uint64_t runtime::mpi_messages_sent() const {
+  return m_engine->transport_counters().mpi_messages_sent;
+}
+std::uint64_t runtime::cleanups_sent() const {
+  return m_finish->counters().cleanups_sent.load(std::memory_order_relaxed);
+}
+std::uint64_t runtime::reports_sent() const {
+  return m_finish->counters().reports_sent.load(std::memory_order_relaxed);
+}
+std::uint64_t runtime::asks_sent() const {
+  return m_finish->counters().asks_sent.load(std::memory_order_relaxed);
+}
+std::uint64_t runtime::holds_expired() const {
+  return m_finish->counters().holds_expired.load(std::memory_order_relaxed);
 }
 
 std::string runtime::message_stats() const {
-  const auto& c = m_engine->counters();
+  const auto& am = m_messages->counters();
+  const auto& c = m_finish->counters();
   const auto t = m_engine->transport_counters();
   const auto rd = [](const auto& counter) { // std::atomic or spread_counter
     return counter.load(std::memory_order_relaxed);
   };
-  const double ratio = t.mpi_messages_sent == 0
-                           ? 0.0
-                           : static_cast<double>(t.logical_messages_sent) /
-                                 static_cast<double>(t.mpi_messages_sent);
+  const double ratio = t.mpi_messages_sent == 0 ? 0.0
+                                                : static_cast<double>(t.logical_messages_sent) /
+                                                      static_cast<double>(t.mpi_messages_sent);
   std::string s = fmt::format("apgas messages: place {} of {}\n", here(), places());
-  s += fmt::format("  {:<34} {}\n", "activities sent (async_at, at)", rd(c.activities_sent));
-  s += fmt::format("  {:<34} {}\n", "at replies sent", rd(c.replies_sent));
+  s += fmt::format("  {:<34} {}\n", "activities sent (async_at, at)", rd(am.activities_sent));
+  s += fmt::format("  {:<34} {}\n", "at replies sent", rd(am.replies_sent));
   s += fmt::format("  {:<34} {} reports ({} unasked, hold expired), {} asks, {} cleanups\n",
                    "finish control messages", rd(c.reports_sent), rd(c.holds_expired),
                    rd(c.asks_sent), rd(c.cleanups_sent));
   s += fmt::format("  {:<34} {}\n", "finishes that went remote", rd(c.finishes_distributed));
-  s += fmt::format("  {:<34} {} logical in {} MPI messages ({:.1f} per message)\n",
-                   "sent", t.logical_messages_sent, t.mpi_messages_sent, ratio);
+  s += fmt::format("  {:<34} {} logical in {} MPI messages ({:.1f} per message)\n", "sent",
+                   t.logical_messages_sent, t.mpi_messages_sent, ratio);
   s += fmt::format("  {:<34} {} logical in {} MPI messages (a merged stream counts once)\n",
                    "received", t.logical_messages_received, t.mpi_messages_received);
   s += fmt::format("  {:<34} {} sent, {} received\n", "bytes", t.bytes_sent, t.bytes_received);

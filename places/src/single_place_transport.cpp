@@ -28,7 +28,9 @@ public:
   void set_batch_end_handler(batch_end_handler h) override {
     ep().set_batch_end_handler(std::move(h));
   }
-  bool quiescent() const override { return const_cast<single_place_transport*>(this)->ep().quiescent(); }
+  bool quiescent() const override {
+    return const_cast<single_place_transport*>(this)->ep().quiescent();
+  }
   transport_stats stats() const override {
     return const_cast<single_place_transport*>(this)->ep().stats();
   }

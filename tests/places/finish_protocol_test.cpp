@@ -7,7 +7,7 @@
 // here, 1 to 4, and one too big to matter): a held report is released by nothing else here,
 // so a missing ask shows as a finish that never terminates. Termination must be declared exactly once, exactly when nothing is alive
 // or in flight.
-#include <apgas/detail/finish_protocol.hpp>
+#include <apgas/detail/finish_tally.hpp>
 
 #include <gtest/gtest.h>
 

@@ -2,6 +2,7 @@
 // without a time limit (no watcher), and a message it sends itself wakes one of them.
 #include <apgas/apgas.hpp>
 #include <apgas/detail/place_engine.hpp>
+#include <apgas/detail/place_modules.hpp>
 #include <apgas/detail/transport_single.hpp>
 
 #include <gtest/gtest.h>
@@ -18,11 +19,14 @@ using namespace std::chrono_literals;
 /// What apgas::runtime builds without mpirun, with its scheduler in reach.
 struct single_place {
   explicit single_place(unsigned threads) : local(make_options(threads)) {
+    apgas::detail::active_messages::set_current(
+        apgas::detail::add_place_modules(engine, local.opts()).messages);
     local.sched().set_network(&engine);
   }
   ~single_place() { // as apgas::runtime: the workers stop before the engine goes
     local.sched().stop();
     local.sched().set_network(nullptr);
+    apgas::detail::active_messages::set_current(nullptr);
   }
   static apgas::options make_options(unsigned threads) {
     apgas::options o;

@@ -8,7 +8,7 @@
 /// <apgas/serialization.hpp>). It may return a value or a task (and then suspend).
 #pragma once
 
-#include "apgas/detail/place_engine.hpp"
+#include "apgas/detail/active_messages.hpp"
 #include "apgas/finish.hpp"
 #include "apgas/serialization.hpp"
 #include "apgas/task.hpp"
@@ -96,8 +96,7 @@ decltype(auto) apply_owned(std::tuple<Args...>& args) {
                 std::is_same_v<std::invoke_result_t<F&, Args&&...>,
                                typename remote_result<F, Args...>::raw>)
     return std::apply(f, std::move(args));
-  else
-    return std::apply(f, args);
+  else return std::apply(f, args);
 }
 
 /// @brief A remote async of a coroutine function at the place it runs (a plain function runs
@@ -110,10 +109,6 @@ task<> async_body(std::tuple<Args...> args) {
 /// @brief Turns the current exception into the text a remote_exception carries.
 std::string describe_current_exception();
 
-/// @brief The activity of an `at` at the place it runs: computes f(args...), then sends the
-/// value (or the error) back. One coroutine frame for a plain function (a coroutine function
-/// is awaited inside it); the reply is written into a per-thread buffer, taken only after the
-/// value is computed (nothing suspends between taking it and sending).
 /// @brief What an `at` body computed: its value (a bool for void), or the error it threw.
 template <class R>
 using at_value = std::conditional_t<std::is_void_v<R>, bool, std::optional<R>>;
@@ -123,24 +118,25 @@ using at_value = std::conditional_t<std::is_void_v<R>, bool, std::optional<R>>;
 /// buffer, taken only now that the value is computed.
 template <class R>
 void send_at_reply(reply_address to, std::exception_ptr error, at_value<R>& value) {
-  std::vector<std::byte>& out = place_engine::message_buffer();
+  active_messages& messages = active_messages::current();
+  std::vector<std::byte>& out = active_messages::message_buffer();
   std::size_t ok_at = 0;
   bool ok = true;
   try {
     if (error) std::rethrow_exception(error);
-    ok_at = place_engine::start_reply(out, to);
+    ok_at = messages.start_reply(out, to);
     if constexpr (!std::is_void_v<R>) {
       byte_writer w(out);
       serialize(w, *value);
     }
   } catch (...) { // f threw, or its value did not serialize
     ok = false;
-    ok_at = place_engine::start_reply(out, to); // drops what the value wrote
+    ok_at = messages.start_reply(out, to); // drops what the value wrote
     const std::string text = describe_current_exception();
     const auto* b = reinterpret_cast<const std::byte*>(text.data());
     out.insert(out.end(), b, b + text.size());
   }
-  place_engine::current().finish_reply(to.place, out, ok_at, ok);
+  messages.finish_reply(to.place, out, ok_at, ok);
 }
 
 /// @brief The activity of an `at` of a coroutine function at the place it runs: awaits
@@ -162,7 +158,7 @@ task<> at_body(std::tuple<Args...> args, reply_address to) {
 
 /// @brief The body of an `at` of a plain function, where it arrives: deserializes the
 /// arguments, computes f(args...) and sends the value (or the error) back, all in the
-/// message handler (see place_engine::on_rpc).
+/// message handler (see active_messages::on_rpc).
 template <class F, class... Args>
 void run_rpc(byte_reader& r, reply_address to) {
   using R = typename remote_result<F, Args...>::type;
@@ -185,7 +181,7 @@ promise_base* make_async_activity(byte_reader& r) {
 }
 
 /// @brief A remote async of a plain function at the place it runs: calls f on arguments
-/// deserialized from `r`, on the frame of the batch it arrived in (see place_engine).
+/// deserialized from `r`, on the frame of the batch it arrived in (see plain_batches.hpp).
 template <class F, class... Args>
 void run_plain_async(byte_reader& r) {
   auto args = deserialize_all<Args...>(r);
@@ -245,7 +241,7 @@ void write_bitwise_args(std::byte* at, const void* args) noexcept {
 /// @brief Where an async_at goes, and how it runs there.
 template <class Invoker>
 struct async_at_target {
-  place_engine* engine; ///< of this process (the runtime outlives every activity)
+  active_messages* messages; ///< of this process (the runtime outlives every activity)
   place_id to;
   Invoker invoker;
 };
@@ -263,8 +259,7 @@ public:
       : m_target(target), m_args(std::move(args)) {}
   bool await_ready() const noexcept { return false; }
   // Inline always: the send path of a stream of remote asyncs is inline down to the coalescing
-  // buffer (see send_plain_async_written); GCC otherwise leaves this call in once that path
-  // has both its proxy and its home case (~18 instructions more per async).
+  // buffer (see send_plain_async_written), which GCC does not do on its own here.
   template <class P>
   [[gnu::always_inline]] bool await_suspend(std::coroutine_handle<P> caller) {
     require_apgas_caller<P>();
@@ -274,14 +269,13 @@ public:
       // The common stream (numbers, plain structs): written straight into the coalescing
       // buffer, nothing staged.
       constexpr std::size_t k_args_bytes = (std::size_t{0} + ... + sizeof(std::decay_t<A>));
-      m_target.engine->send_plain_async_written(f, m_target.to, m_target.invoker, k_args_bytes,
-                                                &write_bitwise_args<std::tuple<A&&...>>,
-                                                &m_args);
+      m_target.messages->send_plain_async_written(f, m_target.to, m_target.invoker, k_args_bytes,
+                                                  &write_bitwise_args<std::tuple<A&&...>>, &m_args);
     } else {
-      std::vector<std::byte>& bytes = m_target.engine->start_async(f, m_target.invoker);
+      std::vector<std::byte>& bytes = m_target.messages->start_async(f, m_target.invoker);
       byte_writer w(bytes);
       serialize_args(w, m_args);
-      m_target.engine->send_async(f, m_target.to, bytes);
+      m_target.messages->send_async(f, m_target.to, bytes);
     }
     return false; // never suspends
   }
@@ -316,7 +310,7 @@ public:
   template <class P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) {
     require_apgas_caller<P>();
-    place_engine& e = place_engine::current();
+    active_messages& e = active_messages::current();
     m_caller = &caller.promise();
     constexpr bool is_rpc = std::is_same_v<Invoker, rpc_invoker>;
     std::vector<std::byte>* message;
@@ -349,7 +343,7 @@ public:
         m_local_error = std::current_exception(); // rethrown to the caller
       }
     }
-    place_engine::current().resume(*m_caller);
+    active_messages::current().resume(*m_caller);
   }
 
 private:
@@ -358,8 +352,8 @@ private:
   std::tuple<A&&...> m_args; ///< used by await_suspend only, within the co_await expression
   promise_base* m_caller = nullptr;
   bool m_ok = false;
-  std::string m_error_text;                ///< !m_ok: what the remote exception said
-  std::exception_ptr m_local_error;        ///< the value did not deserialize here
+  std::string m_error_text;         ///< !m_ok: what the remote exception said
+  std::exception_ptr m_local_error; ///< the value did not deserialize here
   std::conditional_t<std::is_void_v<R>, bool, std::optional<R>> m_value{}; ///< unused for void
 };
 
@@ -371,14 +365,13 @@ template <class F, class... Args>
 [[nodiscard]] auto async_at(place_id p, F, Args&&... args) {
   detail::require_stateless<F>();
   detail::require_serializable_args<Args...>();
-  detail::place_engine& e = detail::place_engine::current();
+  detail::active_messages& e = detail::active_messages::current();
   e.check_place(p);
   constexpr bool coroutine =
       detail::is_task_v<typename detail::remote_result<F, std::decay_t<Args>...>::raw>;
   // A coroutine function gets a frame per activity at p; plain asyncs that arrive together
   // share one.
-  using invoker =
-      std::conditional_t<coroutine, detail::async_invoker, detail::plain_async_invoker>;
+  using invoker = std::conditional_t<coroutine, detail::async_invoker, detail::plain_async_invoker>;
   invoker inv;
   if constexpr (coroutine) inv = &detail::make_async_activity<F, std::decay_t<Args>...>;
   else inv = &detail::run_plain_async<F, std::decay_t<Args>...>;
@@ -397,7 +390,7 @@ template <class F, class... Args>
   using R = typename detail::remote_result<F, std::decay_t<Args>...>::type;
   static_assert(std::is_void_v<R> || serializable<R>,
                 "apgas: the value returned by the function given to at() must be serializable");
-  detail::place_engine::current().check_place(p);
+  detail::active_messages::current().check_place(p);
   constexpr bool coroutine =
       detail::is_task_v<typename detail::remote_result<F, std::decay_t<Args>...>::raw>;
   // A coroutine function runs as an activity at p; a plain one is a remote procedure call,

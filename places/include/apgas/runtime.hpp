@@ -24,6 +24,12 @@
 
 namespace apgas {
 
+namespace detail {
+class place_engine;
+class distributed_finish;
+class run_protocol;
+} // namespace detail
+
 /// @brief The apgas runtime of this process: the workers of this place and its link to the
 /// other places. Thread-safety: run() from the main thread; the rest from any thread.
 class runtime {
@@ -78,9 +84,9 @@ public:
   }
 
   /// @brief This place.
-  place_id here() const noexcept { return m_engine->here(); }
+  place_id here() const noexcept;
   /// @brief The number of places.
-  place_id places() const noexcept { return m_engine->places(); }
+  place_id places() const noexcept;
   /// @brief Worker threads of this place.
   unsigned threads() const noexcept { return m_local->threads(); }
   /// @brief The options in force (threads resolved).
@@ -90,26 +96,18 @@ public:
   /// @brief Turns the coalescing of this place's messages on or off from now on (the option
   /// --coalesce sets it at start). Not collective: for the whole job, call it at every place,
   /// for example between two run() calls. A latency-bound phase of a program may want it off.
-  void set_coalescing(bool on) { m_engine->set_coalescing(on); }
+  void set_coalescing(bool on);
   /// @brief Network messages this place sent so far (coalesced MPI messages).
-  std::uint64_t mpi_messages_sent() const { return m_engine->transport_counters().mpi_messages_sent; }
+  std::uint64_t mpi_messages_sent() const;
   /// @brief Finish cleanup messages this place sent so far (a finish control message).
-  std::uint64_t cleanups_sent() const {
-    return m_engine->counters().cleanups_sent.load(std::memory_order_relaxed);
-  }
+  std::uint64_t cleanups_sent() const;
   /// @brief Finish reports this place sent so far (a finish control message).
-  std::uint64_t reports_sent() const {
-    return m_engine->counters().reports_sent.load(std::memory_order_relaxed);
-  }
+  std::uint64_t reports_sent() const;
   /// @brief Requests for held finish reports this place sent so far (a finish control message).
-  std::uint64_t asks_sent() const {
-    return m_engine->counters().asks_sent.load(std::memory_order_relaxed);
-  }
+  std::uint64_t asks_sent() const;
   /// @brief Held finish reports this place sent unasked, their hold expired (see
   /// options::report_delay_us): 0 unless asks come late.
-  std::uint64_t holds_expired() const {
-    return m_engine->counters().holds_expired.load(std::memory_order_relaxed);
-  }
+  std::uint64_t holds_expired() const;
   /// @brief Message statistics of this place, one table (what APGAS_STATS=1 prints).
   std::string message_stats() const;
 
@@ -131,8 +129,8 @@ private:
   T take_result() {
     auto [ok, payload] = wait_run_end();
     if (!ok)
-      throw remote_exception(0, std::string(reinterpret_cast<const char*>(payload.data()),
-                                            payload.size()));
+      throw remote_exception(
+          0, std::string(reinterpret_cast<const char*>(payload.data()), payload.size()));
     if constexpr (!std::is_void_v<T>) {
       byte_reader r(payload);
       return deserialize<T>(r);
@@ -140,9 +138,13 @@ private:
   }
 
   struct mpi_session;
-  std::unique_ptr<mpi_session> m_mpi;            ///< MPI_Init .. MPI_Finalize, if launched
-  std::unique_ptr<local_runtime> m_local;        ///< the workers of this place
+  std::unique_ptr<mpi_session> m_mpi;     ///< MPI_Init .. MPI_Finalize, if launched
+  std::unique_ptr<local_runtime> m_local; ///< the workers of this place
+  /// The place's message engine and its protocol modules (owned by the engine).
   std::unique_ptr<detail::place_engine> m_engine;
+  detail::active_messages* m_messages = nullptr;
+  detail::distributed_finish* m_finish = nullptr;
+  detail::run_protocol* m_runs = nullptr;
 };
 
 } // namespace apgas

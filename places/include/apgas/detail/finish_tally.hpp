@@ -1,45 +1,7 @@
-// The counting protocol of a distributed finish, without transport or scheduler: what the
-// home place of a finish and each other place keep, and what a report says.
-//
-// Vector counting flushed on local quiescence (after X10's default Finish): every place that
-// runs activities of a finish keeps a proxy counting the activities it received and the
-// activities it sent to each place; when its local part goes quiet it sends both home in one
-// report and forgets them. Home keeps, per place, pending = sent there - completed there.
-// The finish's remote part is closed exactly when every pending count is zero.
-//
-// Why never early: an activity is counted as sent (by its sender) before it is sent, and a
-// place reports that activity completed in the same report as everything it sent meanwhile.
-// So while any activity is alive or in flight, some pending count is positive: its own, or
-// the one of the place that sent it and has not reported yet (that place is itself pending
-// until it reports). Reports of one place must be applied in the order they were taken:
-// each carries a sequence number, and the home holds back one that arrives before its
-// predecessor (the engine takes reports in order but may send two of them out of order).
-// Reports of different places may arrive in any order (counts may go negative meanwhile,
-// which keeps the finish open too).
-//
-// How many reports: a place fed a stream of activities goes quiet after every buffer, and
-// its reports are of no use before the home itself is quiet (its own activities of the
-// finish ended: nothing else can close the finish). So a place holds a report until the home
-// asks for it, except the first report of a place that received fewer than
-// k_stream_activities of the finish from the home itself: that one leaves at once, and a
-// short finish costs one report per place. When the home goes quiet it asks, once each, every
-// place that may hold a report: activities pending there, and either a report of it applied
-// before or at least k_stream_activities pending (it may hold its first). A report that makes
-// another place such, asks that one too. An asked place reports each quiet period at once
-// from then on. So a stream from the home costs one ask and one report per place, whatever
-// its length (two reports if its first buffer held fewer than k_stream_activities).
-//
-// Why every held report is asked for. A place holding its first report received at least
-// k_stream_activities from the home place, which learns of each: the finish counts its own
-// sends, and the home place's proxy reports the others at once, never holding. Its pending
-// count is then at least that (it reported no completion), and the quiet home asks it. A place holding a later report has
-// unreported completions. If its pending count is positive, the home asks it (at once if
-// quiet, else when a report makes it so). If not, some activities it completed were sent by a
-// place that has not reported them yet: that one is pending, and is asked (or reports at
-// once); its report then makes the first place pending. The chain ends at the home's own
-// sends, which it counts itself. (Counting all arrivals for the first report, not only the
-// home's, breaks this: two places that fed each other could hold their reports while the
-// home knows of too few sends to either to ask them. The protocol test finds that.)
+// The counting of a distributed finish, without transport or scheduler: what the home of a
+// finish keeps (home_tally), what each other place keeps (proxy_tally), and what a report
+// says. The protocol that moves these counts between places, and why it never ends a finish
+// early, is in places/src/distributed_finish.hpp.
 #pragma once
 
 #include "apgas/detail/spin_lock.hpp"
@@ -77,15 +39,15 @@ struct finish_id_hash {
 struct finish_report {
   finish_id id;
   place_id from = 0;
-  std::uint64_t seq = 0;                                    ///< 0, 1, ... per place and finish
-  std::uint64_t completed = 0;                              ///< activities received and ended
-  std::vector<std::pair<place_id, std::uint64_t>> sent;     ///< activities sent, per place
+  std::uint64_t seq = 0;                                ///< 0, 1, ... per place and finish
+  std::uint64_t completed = 0;                          ///< activities received and ended
+  std::vector<std::pair<place_id, std::uint64_t>> sent; ///< activities sent, per place
 };
 
 /// @brief A place that received at least this many activities of a finish from its home
-/// holds even its first report until the home asks (see above). The same at every place (the
-/// home asks by it). Below the 512 messages a poll delivers at most (transport_base), so that
-/// a stream's first quiet period, after the first poll's activities ran, already holds; a
+/// holds even its first report until the home asks (see distributed_finish.hpp). The same at every
+/// place (the home asks by it). Below the 512 messages a poll delivers at most (transport_base), so
+/// that a stream's first quiet period, after the first poll's activities ran, already holds; a
 /// finish with fewer at a place pays no ask there.
 inline constexpr std::uint64_t k_stream_activities = 256;
 
@@ -120,7 +82,7 @@ public:
   }
   /// @brief A report arrived. Applies it, or holds it back until its place's earlier
   /// reports are in. Once the home is quiet (on_home_quiet), appends to `ask` the places the
-  /// applied reports made worth asking (see the top of this file).
+  /// applied reports made worth asking (see distributed_finish.hpp).
   /// @return true if the remote part is closed now.
   bool on_report(const finish_report& r, std::vector<place_id>* ask = nullptr) {
     std::lock_guard guard(m_lock);
@@ -146,7 +108,7 @@ public:
   }
   /// @brief The home's own activities of the finish have all ended, for good (pre: its
   /// remote part is open; nothing at home can start another). @return the places to ask for
-  /// their held reports now (see the top of this file); later ones come from on_report.
+  /// their held reports now (see distributed_finish.hpp); later ones come from on_report.
   std::vector<place_id> on_home_quiet() {
     std::lock_guard guard(m_lock);
     end_streak();
@@ -183,7 +145,7 @@ private:
     consider_asking(r.from, ask);
     for (const auto& [to, n] : r.sent) consider_asking(to, ask);
   }
-  /// Asks p if it may hold a report the finish needs (see the top of this file).
+  /// Asks p if it may hold a report the finish needs (see distributed_finish.hpp).
   void consider_asking(place_id p, std::vector<place_id>* ask) { // pre: m_lock held
     const auto pending = m_pending.find(p);
     if (pending == m_pending.end() || pending->second <= 0) return;
@@ -208,11 +170,11 @@ private:
   const std::uint64_t m_stream_activities;
   mutable spin_lock m_lock;
   std::unordered_map<place_id, std::int64_t> m_pending; ///< only non-zero entries
-  place_id m_streak_to = 0;   ///< sends counted in m_streak go there
-  std::uint64_t m_streak = 0; ///< sends to m_streak_to not yet in m_pending
+  place_id m_streak_to = 0;                             ///< sends counted in m_streak go there
+  std::uint64_t m_streak = 0;                         ///< sends to m_streak_to not yet in m_pending
   std::unordered_map<place_id, reporter> m_reporters; ///< per reporting place
-  std::vector<finish_report> m_held_back;            ///< arrived before a predecessor
-  bool m_home_quiet = false;                         ///< see on_home_quiet
+  std::vector<finish_report> m_held_back;             ///< arrived before a predecessor
+  bool m_home_quiet = false;                          ///< see on_home_quiet
 };
 
 /// @brief Place side: what one place's part of a remote finish did since its last report.
@@ -229,7 +191,7 @@ public:
   }
   /// @brief Activities that arrived here from the home since the proxy began: the home counts
   /// them too, so it asks this place for its first report once they reach
-  /// k_stream_activities (see the top of this file). pre: the caller's lock.
+  /// k_stream_activities (see distributed_finish.hpp). pre: the caller's lock.
   std::uint64_t received_from_home() const noexcept { return m_received_from_home; }
   /// @brief An activity of the finish is sent from here to `to` (before it is sent).
   /// Constant time whatever the number of destinations: a send to the place of the previous
@@ -294,14 +256,14 @@ private:
     ++m_sent[m_last].second;
   }
 
-  spin_lock m_lock;             ///< guards m_sent (on_send comes from any strand)
-  std::uint64_t m_received = 0; ///< guarded by the caller's lock
+  spin_lock m_lock;                       ///< guards m_sent (on_send comes from any strand)
+  std::uint64_t m_received = 0;           ///< guarded by the caller's lock
   std::uint64_t m_received_from_home = 0; ///< guarded by the caller's lock
-  std::uint64_t m_next_seq = 0; ///< guarded by the caller's lock
+  std::uint64_t m_next_seq = 0;           ///< guarded by the caller's lock
   std::vector<std::pair<place_id, std::uint64_t>> m_sent; ///< guarded by m_lock; the report's
   std::size_t m_last = 0; ///< guarded by m_lock: the entry of the previous send (if any)
   std::unordered_map<place_id, std::size_t> m_index; ///< guarded by m_lock: m_sent's entries,
-                                                      ///< once there are more than k_scan_limit
+                                                     ///< once there are more than k_scan_limit
 };
 
 } // namespace apgas::detail

@@ -1,0 +1,310 @@
+// Active messages (see active_messages.hpp): sending activities and `at` requests and
+// replies, and the handlers that start them where they arrive.
+#include "apgas/detail/active_messages.hpp"
+
+#include "apgas/detail/place_engine.hpp"
+#include "apgas/place.hpp"
+
+#include "distributed_finish.hpp"
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <type_traits>
+
+namespace apgas::detail {
+
+namespace {
+std::atomic<active_messages*> g_current{nullptr}; // the runtime's module (see set_current)
+} // namespace
+
+active_messages::active_messages(place_engine& engine, distributed_finish& finish)
+    : m_engine(engine), m_finish(finish), m_sched(engine.sched()), m_net(&engine.net()),
+      m_here(engine.here()), m_places(engine.places()),
+      m_kind_async(engine.add_handler<&active_messages::on_async>(*this, "async")),
+      m_kind_plain_async(
+          engine.add_handler<&active_messages::on_plain_async>(*this, "plain async")),
+      m_kind_plain_run(engine.add_handler<&active_messages::on_plain_run>(*this, "plain run")),
+      m_kind_at(engine.add_handler<&active_messages::on_at>(*this, "at")),
+      m_kind_rpc(engine.add_handler<&active_messages::on_rpc>(*this, "rpc")),
+      m_kind_reply(engine.add_handler<&active_messages::on_reply>(*this, "reply")),
+      m_counters(engine.sched()) {
+  engine.expects_messages_when<&active_messages::served_rpcs_lately>(*this);
+}
+
+active_messages& active_messages::current() {
+  // acquire: pairs with set_current's release, so the caller sees the module constructed.
+  active_messages* m = g_current.load(std::memory_order_acquire);
+  if (m == nullptr) [[unlikely]]
+    throw std::logic_error("apgas: no runtime: create an apgas::runtime before using places");
+  return *m;
+}
+
+void active_messages::set_current(active_messages* m) noexcept {
+  g_current.store(m, std::memory_order_release); // release: see current()
+}
+
+void active_messages::check_place(place_id p) const {
+  if (p >= m_places) [[unlikely]]
+    throw bad_place(p, m_places);
+}
+
+// ---- sending ---------------------------------------------------------------------------------
+
+void active_messages::record_send(finish_state& f, place_id to) { m_finish.count_send(f, to); }
+
+template <class... Extra>
+std::vector<std::byte>& active_messages::start_message(message_kind kind, finish_state& f,
+                                                       const void* code, const Extra&... extra) {
+  std::vector<std::byte>& bytes = message_buffer();
+  const finish_id id = m_finish.message_id_of(f); // creates a home finish's link, counts nothing
+  start_framed(bytes, kind, id.home, id.serial, code_offset(code), extra...);
+  return bytes;
+}
+
+std::vector<std::byte>& active_messages::start_async(finish_state& f, async_invoker inv) {
+  return start_message(m_kind_async, f, reinterpret_cast<const void*>(inv));
+}
+
+std::vector<std::byte>& active_messages::start_async(finish_state& f, plain_async_invoker inv) {
+  return start_message(m_kind_plain_async, f, reinterpret_cast<const void*>(inv));
+}
+
+void active_messages::count_and_send(finish_state& f, place_id to,
+                                     std::span<const std::byte> message) {
+  m_finish.count_send(f, to);
+  m_counters.activities_sent.add();
+  m_net->send(to, message);
+}
+
+void active_messages::send_async(finish_state& f, place_id to,
+                                 const std::vector<std::byte>& bytes) {
+  count_and_send(f, to, std::span<const std::byte>(bytes).subspan(k_frame_header));
+}
+
+void active_messages::send_plain_async_other(finish_state& f, place_id to, plain_async_invoker inv,
+                                             std::size_t args_bytes,
+                                             transport::message_writer write_args,
+                                             const void* args) {
+  const std::int64_t code = code_offset(reinterpret_cast<const void*>(inv));
+  if (args_bytes == 0) [[unlikely]] {
+    // No arguments: nothing to split a merged message by. Sent alone, as a plain async.
+    const finish_id id = m_finish.message_id_of(f);
+    return count_and_send(f, to, pack_head(m_kind_plain_async, id.home, id.serial, code));
+  }
+  // The argument size is part of the head: only asyncs of the same finish, function and
+  // argument size merge, and the receiver splits the message by it.
+  const finish_id& id = m_finish.count_send(f, to);
+  m_counters.activities_sent.add();
+  m_net->send_merged(to, plain_run_head(id, code, args_bytes), args_bytes, write_args, args);
+}
+
+std::vector<std::byte>& active_messages::start_at(finish_state& f, at_invoker inv,
+                                                  reply_sink* sink) {
+  return start_message(m_kind_at, f, reinterpret_cast<const void*>(inv),
+                       static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(sink)));
+}
+
+std::vector<std::byte>& active_messages::start_rpc(rpc_invoker inv, reply_sink* sink) {
+  std::vector<std::byte>& bytes = message_buffer();
+  start_framed(bytes, m_kind_rpc, code_offset(reinterpret_cast<const void*>(inv)),
+               static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(sink)));
+  return bytes;
+}
+
+void active_messages::finish_at(place_id to, std::vector<std::byte>& bytes) {
+  m_counters.activities_sent.add();
+  m_engine.expect_message();         // the reply
+  m_net->send_now_framed(to, bytes); // somebody waits for the answer: latency before coalescing
+}
+
+std::vector<std::byte>& active_messages::message_buffer() noexcept {
+  thread_local std::vector<std::byte> bytes;
+  return bytes;
+}
+
+std::size_t active_messages::start_reply(std::vector<std::byte>& out, reply_address to) const {
+  start_framed(out, m_kind_reply, to.token, static_cast<std::uint8_t>(1));
+  return out.size() - 1; // the ok flag, last
+}
+
+void active_messages::finish_reply(place_id to, std::vector<std::byte>& out, std::size_t ok_at,
+                                   bool ok) {
+  out.at(ok_at) = static_cast<std::byte>(ok ? 1 : 0);
+  m_counters.replies_sent.add();
+  m_net->send_now_framed(to, out); // the caller is suspended until this arrives
+}
+
+void active_messages::send_reply(reply_address to, bool ok, std::span<const std::byte> payload) {
+  // Frame header, kind, token, ok flag, then the payload.
+  constexpr std::size_t k_reply_head_bytes = k_frame_header + 1 + sizeof(to.token) + 1;
+  std::vector<std::byte> bytes;
+  bytes.reserve(k_reply_head_bytes + payload.size()); // (also spares GCC a false warning)
+  const std::size_t ok_at = start_reply(bytes, to);
+  bytes.insert(bytes.end(), payload.begin(), payload.end());
+  finish_reply(to.place, bytes, ok_at, ok);
+}
+
+// ---- receiving -------------------------------------------------------------------------------
+
+namespace {
+
+finish_id read_finish_id(const std::byte* at) noexcept {
+  finish_id id;
+  std::memcpy(&id.home, at, sizeof id.home);
+  std::memcpy(&id.serial, at + sizeof id.home, sizeof id.serial);
+  return id;
+}
+constexpr std::size_t k_finish_id_bytes = sizeof(place_id) + sizeof(std::uint64_t);
+
+[[noreturn, gnu::cold, gnu::noinline]] void
+throw_bad_run(place_id here, place_id from, std::size_t bytes, std::uint32_t args_bytes) {
+  throw transport_error(fmt::format("apgas: place {}: a run of plain asyncs from place {} has {} "
+                                    "bytes of arguments, not a positive multiple of {}",
+                                    here, from, bytes, args_bytes));
+}
+
+} // namespace
+
+void active_messages::on_async(place_id from, std::span<const std::byte> body) {
+  on_activity(from, body, false);
+}
+
+void active_messages::on_at(place_id from, std::span<const std::byte> body) {
+  on_activity(from, body, true);
+}
+
+void active_messages::on_activity(place_id from, std::span<const std::byte> body, bool is_at) {
+  byte_reader r(body);
+  const finish_id id = read_finish_id(r.read_span(k_finish_id_bytes).data());
+  const auto offset = deserialize<std::int64_t>(r);
+  const std::uint64_t token = is_at ? deserialize<std::uint64_t>(r) : 0;
+  promise_base* p = nullptr;
+  try {
+    if (is_at) {
+      auto inv = reinterpret_cast<at_invoker>(const_cast<void*>(code_at(offset)));
+      p = inv(r, reply_address{from, token});
+    } else {
+      auto inv = reinterpret_cast<async_invoker>(const_cast<void*>(code_at(offset)));
+      p = inv(r);
+    }
+  } catch (...) { // the arguments did not deserialize: the activity fails at once
+    std::exception_ptr error = std::current_exception();
+    if (is_at) {
+      const std::string text = describe_current_exception();
+      send_reply(reply_address{from, token}, false,
+                 std::as_bytes(std::span(text.data(), text.size())));
+    }
+    m_finish.arrive_failed(id, from, std::move(error));
+    return;
+  }
+  m_finish.gather(id, from, p);
+}
+
+void active_messages::on_plain_async(place_id from, std::span<const std::byte> body) {
+  byte_reader r(body);
+  // The head in one bounds check: finish id, then the code offset that starts the entry.
+  const std::byte* head = r.read_span(k_finish_id_bytes + sizeof(std::int64_t)).data();
+  plain_arrivals& block = m_finish.gather_plain(read_finish_id(head), from);
+  // The entry is the rest of the message as it came: code offset, then the arguments.
+  block.starts.push_back(static_cast<std::uint32_t>(block.bytes.size())); // < 2 GiB
+  block.bytes.append(body.data() + k_finish_id_bytes, body.size() - k_finish_id_bytes);
+}
+
+void active_messages::on_plain_run(place_id from, std::span<const std::byte> body) {
+  byte_reader r(body);
+  // The merge_head after its kind: finish id, code offset, argument size, zeros.
+  constexpr std::size_t k_head = std::tuple_size_v<merge_head> - 1;
+  const std::byte* head = r.read_span(k_head).data();
+  const finish_id id = read_finish_id(head);
+  std::int64_t code;
+  std::uint32_t args_bytes;
+  std::memcpy(&code, head + k_finish_id_bytes, sizeof code);
+  std::memcpy(&args_bytes, head + k_finish_id_bytes + sizeof code, sizeof args_bytes);
+  const std::span<const std::byte> args = r.read_span(r.remaining());
+  if (args_bytes == 0 || args.empty() || args.size() % args_bytes != 0) [[unlikely]]
+    throw_bad_run(m_here, from, args.size(), args_bytes);
+  // One entry per async, as on_plain_async makes them: code offset, then its arguments. A run
+  // may hold more than a block should (see k_max_plain_block_bytes): it is split.
+  const std::size_t entry_bytes = sizeof code + args_bytes;
+  const std::byte* in = args.data();
+  for (std::size_t left = args.size() / args_bytes; left != 0;) {
+    plain_arrivals& block = m_finish.gather_plain(id, from);
+    std::size_t at = block.bytes.size();
+    const std::size_t room =
+        at < k_max_plain_block_bytes ? (k_max_plain_block_bytes - at) / entry_bytes : 0;
+    const std::size_t n = std::min(left, std::max<std::size_t>(room, 1));
+    std::byte* out = block.bytes.extend(n * entry_bytes);
+    const std::size_t first = block.starts.size();
+    block.starts.resize(first + n);
+    std::uint32_t* starts = block.starts.data() + first;
+    for (std::size_t i = 0; i < n; ++i, at += entry_bytes, out += entry_bytes, in += args_bytes) {
+      starts[i] = static_cast<std::uint32_t>(at);
+      std::memcpy(out, &code, sizeof code);
+      std::memcpy(out + sizeof code, in, args_bytes);
+    }
+    left -= n;
+  }
+}
+
+namespace {
+/// An rpc body run as an activity (see on_rpc), on its own copy of the arguments.
+task<> run_rpc_later(std::vector<std::byte> args, rpc_invoker inv, reply_address to) {
+  byte_reader r(args);
+  inv(r, to);
+  co_return;
+}
+} // namespace
+
+void active_messages::on_rpc(place_id from, std::span<const std::byte> body) {
+  byte_reader r(body);
+  const auto offset = deserialize<std::int64_t>(r);
+  const reply_address to{from, deserialize<std::uint64_t>(r)};
+  auto inv = reinterpret_cast<rpc_invoker>(const_cast<void*>(code_at(offset)));
+  // relaxed load and store, no read-modify-write: one poller at a time (see m_rpcs_served).
+  m_rpcs_served.store(m_rpcs_served.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  // Run here, now, unless this handler runs inside a strand (a busy worker's poll, a sender
+  // waiting for room): the body then could wait for something that strand holds (a lock, say)
+  // on the same thread, so it runs as an activity instead. A worker between strands, the
+  // watcher and a thread waiting for a run's end hold nothing of any activity.
+  if (const worker* w = t_worker; w == nullptr || w->m_between_strands) [[likely]] {
+    inv(r, to); // sends the value or the error; throws only if the reply cannot be sent
+    return;
+  }
+  const std::span<const std::byte> rest = r.read_span(r.remaining());
+  promise_base* p =
+      &run_rpc_later(std::vector<std::byte>(rest.begin(), rest.end()), inv, to).release().promise();
+  p->m_finish = &m_detached_rpcs;
+  p->m_role = promise_base::role::strand;
+  p->m_parent = nullptr;
+  // relaxed: published to whoever runs it by the inject below (as any spawn's count).
+  m_detached_rpcs.m_count.fetch_add(1, std::memory_order_relaxed);
+  m_sched.inject(as_independent(p));
+}
+
+bool active_messages::served_rpcs_lately() const noexcept {
+  // As long as the spin of an idle worker that expects messages (see scheduler.cpp).
+  constexpr std::int64_t k_rpc_alert_ns = 1'000'000;
+  const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count();
+  // relaxed: hints (see m_rpcs_served).
+  const std::uint64_t served = m_rpcs_served.load(std::memory_order_relaxed);
+  if (served != m_rpcs_noticed.load(std::memory_order_relaxed)) {
+    m_rpcs_noticed.store(served, std::memory_order_relaxed);
+    m_rpcs_noticed_at_ns.store(now, std::memory_order_relaxed);
+    return true;
+  }
+  return now - m_rpcs_noticed_at_ns.load(std::memory_order_relaxed) < k_rpc_alert_ns;
+}
+
+void active_messages::on_reply(place_id /*from*/, std::span<const std::byte> body) {
+  byte_reader r(body);
+  const auto token = deserialize<std::uint64_t>(r);
+  const bool ok = deserialize<std::uint8_t>(r) != 0;
+  auto* sink = reinterpret_cast<reply_sink*>(static_cast<std::uintptr_t>(token));
+  m_engine.expected_message_arrived();
+  sink->on_reply(ok, r.read_span(r.remaining())); // read in place: no copy of the value
+}
+
+} // namespace apgas::detail
