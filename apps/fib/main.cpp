@@ -2,7 +2,6 @@
 // an O(N) loop and (unless --no-seq) against fib_seq, whose time gives the speedup.
 #include "apgas_apps/cli.hpp"
 #include "apgas_apps/fib.hpp"
-
 #include <fmt/format.h>
 
 #include <cstdint>

@@ -3,7 +3,6 @@
 // against the exact integral (relative 1e-9, or the kernel's discretisation bound if larger).
 #include "apgas_apps/cli.hpp"
 #include "apgas_apps/integrate.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -38,12 +37,12 @@ int main(int argc, char** argv) {
   apgas_apps::cli cli("integrate",
                       "Integrate: adaptive recursive quadrature of f(x) = x^3 + x over [0, N], "
                       "one async\nper split of an interval at least W wide.");
-  cli.positional("N", fmt::format("upper bound of the interval (0 to {}, default {})", k_max_n,
-                                  k_default_n),
-                 n, 0.0, k_max_n, false);
+  cli.positional(
+      "N", fmt::format("upper bound of the interval (0 to {}, default {})", k_max_n, k_default_n),
+      n, 0.0, k_max_n, false);
   cli.option("--cutoff", "W",
-             "intervals narrower than W run integrate_seq (default 0: one async per split)",
-             cutoff, 0.0, 1e300);
+             "intervals narrower than W run integrate_seq (default 0: one async per split)", cutoff,
+             0.0, 1e300);
   return cli.run(argc, argv, [&](apgas::runtime& rt, const apgas_apps::common_flags& flags) {
     apgas_apps::report r;
     const double exact = apgas_apps::integrate_exact(n);
@@ -52,8 +51,8 @@ int main(int argc, char** argv) {
     r.seconds = apgas_apps::best_seconds(flags.repeat, [&] {
       result = rt.run(apgas_apps::integrate(n, cutoff));
       if (!(std::fabs(result - exact) <= tolerance) && r.failure.empty()) {
-        r.failure = fmt::format("integrate({}) = {}, exact {}: off by {:.3g}, more than {:.3g}",
-                                n, result, exact, std::fabs(result - exact), tolerance);
+        r.failure = fmt::format("integrate({}) = {}, exact {}: off by {:.3g}, more than {:.3g}", n,
+                                result, exact, std::fabs(result - exact), tolerance);
       }
     });
     r.extra.add("n", n).add("cutoff", cutoff).add("exact", exact);
