@@ -45,35 +45,27 @@ int main(int argc, char** argv) {
              0.0, 1e300);
   return cli.run(argc, argv, [&](apgas::runtime& rt, const apgas_apps::common_flags& flags) {
     apgas_apps::report r;
+    r.title = fmt::format("integrate({})", n);
     const double exact = apgas_apps::integrate_exact(n);
     const double tolerance = exact_tolerance(n, exact);
     double result = 0;
     r.seconds = apgas_apps::best_seconds(flags.repeat, [&] {
       result = rt.run(apgas_apps::integrate(n, cutoff));
       if (!(std::fabs(result - exact) <= tolerance) && r.failure.empty()) {
-        r.failure = fmt::format("integrate({}) = {}, exact {}: off by {:.3g}, more than {:.3g}", n,
+        r.failure = fmt::format("{} = {}, exact {}: off by {:.3g}, more than {:.3g}", r.title,
                                 result, exact, std::fabs(result - exact), tolerance);
       }
     });
     r.extra.add("n", n).add("cutoff", cutoff).add("exact", exact);
     r.extra.add("error", std::fabs(result - exact)).add("tolerance", tolerance);
-    if (flags.run_seq) {
-      double seq = 0;
-      r.seq_seconds = apgas_apps::best_seconds(flags.repeat, [&] {
-        double m = n;
-        apgas_apps::opaque(m);
-        seq = apgas_apps::integrate_seq(m);
-        apgas_apps::opaque(seq);
-      });
-      // Same splits, same sums in the same order: equal, barring a kernel change that
-      // reassociates, hence the tolerance.
-      if (seq != result && !(apgas_apps::relative_error(result, seq) < k_tolerance) &&
-          r.failure.empty()) {
-        r.failure = fmt::format("integrate({}) = {} but integrate_seq gives {}", n, result, seq);
-      }
-      r.extra.add("seq_result", seq);
-    }
-    r.title = fmt::format("integrate({})", n);
+    // Same splits, same sums in the same order: equal, barring a kernel change that
+    // reassociates, hence the tolerance.
+    const auto same = [](double par, double seq) {
+      return seq == par || apgas_apps::relative_error(par, seq) < k_tolerance;
+    };
+    if (const auto seq = apgas_apps::run_seq_and_compare(r, flags, result, "integrate_seq",
+                                                         apgas_apps::integrate_seq, n, same))
+      r.extra.add("seq_result", *seq);
     r.result = result;
     r.verified = r.failure.empty();
     return r;

@@ -25,6 +25,11 @@ std::string number_text(double v) {
   return fmt::format("{}", v);
 }
 
+std::string seq_mismatch(std::string_view title, const std::string& result,
+                         std::string_view seq_name, const std::string& value) {
+  return fmt::format("{} = {} but {} gives {}", title, result, seq_name, value);
+}
+
 } // namespace detail
 
 namespace {

@@ -161,7 +161,39 @@ template <class T> std::string number_text(T v) {
   else
     return number_text(static_cast<double>(v));
 }
+std::string seq_mismatch(std::string_view title, const std::string& result,
+                         std::string_view seq_name, const std::string& value);
 } // namespace detail
+
+/// @brief The sequential half of a report, skipped under --no-seq: times `seq(input)`, the best
+/// of --repeat calls, into r.seq_seconds (which gives the printed speedup) and compares its
+/// value with the parallel `result`. If `same(result, value)` is false, r's failure becomes
+/// "<r.title> = <result> but <seq_name> gives <value>", unless it has one already. `input` and
+/// the value are hidden from the optimiser, so every call is made and timed. pre: r.title set.
+/// @return the sequential value, or nullopt under --no-seq.
+///
+///     r.title = fmt::format("fib({})", n);
+///     run_seq_and_compare(r, flags, result, "fib_seq", apgas_apps::fib_seq, n);
+template <class R, class Seq, class In, class Same = std::equal_to<>>
+auto run_seq_and_compare(report& r, const common_flags& flags, const R& result,
+                         std::string_view seq_name, Seq seq, In input, Same same = {})
+    -> std::optional<std::invoke_result_t<Seq&, In&>> {
+  using value_type = std::invoke_result_t<Seq&, In&>;
+  if (!flags.run_seq)
+    return std::nullopt;
+  value_type value{};
+  r.seq_seconds = best_seconds(flags.repeat, [&] {
+    In in = input;
+    opaque(in);
+    value = seq(in);
+    opaque(value);
+  });
+  if (!same(result, value) && r.failure.empty()) {
+    r.failure = detail::seq_mismatch(r.title, detail::number_text(result), seq_name,
+                                     detail::number_text(value));
+  }
+  return value;
+}
 
 template <class T> T parse_number(std::string_view what, std::string_view text, T lo, T hi) {
   static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>);

@@ -10,6 +10,9 @@
 namespace apgas_apps {
 
 inline constexpr int k_nqueens_max = 20;
+/// @brief The largest N whose sequential count the apps time and compare: beyond it
+/// nqueens_seq alone takes seconds.
+inline constexpr int k_nqueens_seq_max = 14;
 
 /// @brief Queens placed so far: column of the queen in each row.
 struct nqueens_board {
