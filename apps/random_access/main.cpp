@@ -6,7 +6,6 @@
 // plus: every place received exactly the updates meant for it.
 #include "apgas_apps/cli.hpp"
 #include "apgas_apps/random_access.hpp"
-
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -16,8 +15,8 @@
 namespace {
 
 constexpr std::uint32_t k_min_log_size = 4;
-constexpr std::uint32_t k_max_log_size = 30;     // 8 GiB of table
-constexpr std::uint32_t k_default_log_size = 20; // 8 MiB: 4 places take ~1.5 s on 2 cores
+constexpr std::uint32_t k_max_log_size = 30;            // 8 GiB of table
+constexpr std::uint32_t k_default_log_size = 20;        // 8 MiB: 4 places take ~1.5 s on 2 cores
 constexpr std::uint32_t k_default_updates_per_word = 4; // HPCC's
 
 /// Message counters of one place (sums over places once gathered).
@@ -77,10 +76,10 @@ int main(int argc, char** argv) {
              fmt::format("log2 of the table size in words, all places together (default {})",
                          k_default_log_size),
              log_size, k_min_log_size, k_max_log_size);
-  cli.option("--updates-per-word", "k",
-             fmt::format("updates = k x table size (default {}, as in HPCC)",
-                         k_default_updates_per_word),
-             per_word, std::uint32_t{1}, std::uint32_t{64});
+  cli.option(
+      "--updates-per-word", "k",
+      fmt::format("updates = k x table size (default {}, as in HPCC)", k_default_updates_per_word),
+      per_word, std::uint32_t{1}, std::uint32_t{64});
   return cli.run(argc, argv, [&](apgas::runtime& rt, const apgas_apps::common_flags& flags) {
     apgas_apps::report r;
     const std::uint64_t size = std::uint64_t{1} << log_size;
@@ -108,9 +107,11 @@ int main(int argc, char** argv) {
       }
       if (r.failure.empty() && (o.applied != total || o.expected != total)) {
         r.failure = fmt::format("{} updates applied, {} generated: messages were lost or "
-                                "duplicated", o.applied, total);
+                                "duplicated",
+                                o.applied, total);
       }
-      if (first || o.seconds < best.outcome.seconds) best = got;
+      if (first || o.seconds < best.outcome.seconds)
+        best = got;
       first = false;
     }
 

@@ -21,15 +21,15 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace apgas_bench {
@@ -54,7 +54,8 @@ inline int init_mpi(int& argc, char**& argv, int level = MPI_THREAD_SERIALIZED) 
   std::atexit([] {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (finalized == 0) MPI_Finalize();
+    if (finalized == 0)
+      MPI_Finalize();
   });
   return provided;
 }
@@ -81,11 +82,16 @@ inline int world_size() {
 
 inline const char* thread_level_name(int level) {
   switch (level) {
-  case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
-  case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
-  case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
-  case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
-  default: return "?";
+  case MPI_THREAD_SINGLE:
+    return "MPI_THREAD_SINGLE";
+  case MPI_THREAD_FUNNELED:
+    return "MPI_THREAD_FUNNELED";
+  case MPI_THREAD_SERIALIZED:
+    return "MPI_THREAD_SERIALIZED";
+  case MPI_THREAD_MULTIPLE:
+    return "MPI_THREAD_MULTIPLE";
+  default:
+    return "?";
   }
 }
 
@@ -108,10 +114,10 @@ class flags {
 public:
   flags(int argc, char** argv) : m_args(argv + 1, argv + argc), m_used(m_args.size(), false) {}
 
-  template <class T>
-  T get(std::string_view name, T fallback) {
+  template <class T> T get(std::string_view name, T fallback) {
     for (std::size_t i = 0; i + 1 < m_args.size(); ++i) {
-      if (m_args[i] != name) continue;
+      if (m_args[i] != name)
+        continue;
       m_used[i] = m_used[i + 1] = true;
       const std::string& text = m_args[i + 1];
       if constexpr (std::is_same_v<T, std::string>) {
@@ -128,13 +134,15 @@ public:
   }
   bool has(std::string_view name) {
     for (std::size_t i = 0; i < m_args.size(); ++i)
-      if (m_args[i] == name) return m_used[i] = true;
+      if (m_args[i] == name)
+        return m_used[i] = true;
     return false;
   }
   /// Call after the last get(): rejects what nobody asked for.
   void done() const {
     for (std::size_t i = 0; i < m_args.size(); ++i)
-      if (!m_used[i]) usage(fmt::format("unknown argument '{}'", m_args[i]));
+      if (!m_used[i])
+        usage(fmt::format("unknown argument '{}'", m_args[i]));
   }
 
 private:
@@ -154,7 +162,8 @@ struct summary {
 
 inline summary summarize(std::vector<double> v) {
   summary s;
-  if (v.empty()) return s;
+  if (v.empty())
+    return s;
   std::sort(v.begin(), v.end());
   // Nearest-rank percentiles: a sample that was really measured, no interpolation.
   const auto rank = [&](double q) {
@@ -165,7 +174,8 @@ inline summary summarize(std::vector<double> v) {
   s.p90 = rank(0.9);
   s.min = v.front();
   double sum = 0;
-  for (double x : v) sum += x;
+  for (double x : v)
+    sum += x;
   s.mean = sum / static_cast<double>(v.size());
   return s;
 }
@@ -194,9 +204,8 @@ struct message_counts {
     return *this;
   }
   message_counts operator-(const message_counts& o) const {
-    return {activities - o.activities, replies - o.replies, reports - o.reports,
-            asks - o.asks,             cleanups - o.cleanups, logical - o.logical,
-            mpi - o.mpi,               bytes - o.bytes};
+    return {activities - o.activities, replies - o.replies, reports - o.reports, asks - o.asks,
+            cleanups - o.cleanups,     logical - o.logical, mpi - o.mpi,         bytes - o.bytes};
   }
 };
 
@@ -205,10 +214,13 @@ inline message_counts local_counts() {
   const auto& c = e.counters();
   const auto t = e.transport_counters();
   constexpr auto relaxed = std::memory_order_relaxed;
-  return {c.activities_sent.load(relaxed), c.replies_sent.load(relaxed),
-          c.reports_sent.load(relaxed),    c.asks_sent.load(relaxed),
+  return {c.activities_sent.load(relaxed),
+          c.replies_sent.load(relaxed),
+          c.reports_sent.load(relaxed),
+          c.asks_sent.load(relaxed),
           c.cleanups_sent.load(relaxed),
-          t.logical_messages_sent,         t.mpi_messages_sent,
+          t.logical_messages_sent,
+          t.mpi_messages_sent,
           t.bytes_sent};
 }
 
@@ -230,7 +242,8 @@ inline apgas::task<message_counts> all_counts() {
 class watchdog {
 public:
   watchdog(const apgas::runtime& rt, double seconds) : m_rt(rt) {
-    if (seconds <= 0) return;
+    if (seconds <= 0)
+      return;
     m_thread = std::thread([this, seconds] {
       std::unique_lock lock(m_mutex);
       if (m_cv.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return m_done; }))
@@ -249,7 +262,8 @@ public:
   watchdog(const watchdog&) = delete;
   watchdog& operator=(const watchdog&) = delete;
   ~watchdog() {
-    if (!m_thread.joinable()) return;
+    if (!m_thread.joinable())
+      return;
     {
       std::lock_guard guard(m_mutex);
       m_done = true;

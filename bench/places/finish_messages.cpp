@@ -31,10 +31,10 @@ using namespace apgas_bench;
 std::atomic<std::uint64_t> g_ran{0}; ///< asyncs run at this place
 
 struct size_result {
-  std::uint64_t asyncs = 0;   ///< per finish
+  std::uint64_t asyncs = 0; ///< per finish
   std::uint64_t finishes = 0;
-  double seconds = 0;         ///< all R finishes
-  message_counts messages;    ///< over all places, gathering noise subtracted
+  double seconds = 0;      ///< all R finishes
+  message_counts messages; ///< over all places, gathering noise subtracted
 };
 
 apgas::task<size_result> measure(std::uint64_t n, std::uint64_t finishes, message_counts noise) {
@@ -48,9 +48,12 @@ apgas::task<size_result> measure(std::uint64_t n, std::uint64_t finishes, messag
     co_await apgas::finish([n, p]() -> apgas::task<> {
       for (std::uint64_t i = 0; i < n; ++i) {
         const apgas::place_id to = p == 1 ? 0 : static_cast<apgas::place_id>(1 + i % (p - 1));
-        co_await apgas::async_at(to, [](std::uint64_t) {
-          g_ran.fetch_add(1, std::memory_order_relaxed); // the finish orders it before reads
-        }, i);
+        co_await apgas::async_at(
+            to,
+            [](std::uint64_t) {
+              g_ran.fetch_add(1, std::memory_order_relaxed); // the finish orders it before reads
+            },
+            i);
       }
     });
   }
@@ -77,7 +80,8 @@ apgas::task<broadcast_result> measure_broadcasts(bool spmd, std::uint64_t reps,
       co_await apgas::for_each_place(body);
     } else {
       co_await apgas::finish([&]() -> apgas::task<> {
-        for (apgas::place_id p = 0; p < apgas::places(); ++p) co_await apgas::async_at(p, body);
+        for (apgas::place_id p = 0; p < apgas::places(); ++p)
+          co_await apgas::async_at(p, body);
       });
     }
   }
@@ -91,7 +95,9 @@ std::uint64_t clamp_u(std::uint64_t v, std::uint64_t lo, std::uint64_t hi) {
 }
 
 /// Finish control messages: reports, asks and cleanups.
-std::uint64_t control(const message_counts& m) { return m.reports + m.asks + m.cleanups; }
+std::uint64_t control(const message_counts& m) {
+  return m.reports + m.asks + m.cleanups;
+}
 
 double per(std::uint64_t total, std::uint64_t n) {
   return static_cast<double>(total) / static_cast<double>(n);
@@ -147,7 +153,8 @@ int main(int argc, char** argv) {
     std::uint64_t ran = 0;
     for (apgas::place_id q = 0; q < apgas::places(); ++q)
       ran += co_await apgas::at(q, [] { return g_ran.load(std::memory_order_relaxed); });
-    if (ran != sent) fail(fmt::format("{} asyncs sent but {} ran", sent, ran));
+    if (ran != sent)
+      fail(fmt::format("{} asyncs sent but {} ran", sent, ran));
     co_return rows;
   });
 
@@ -169,7 +176,8 @@ int main(int argc, char** argv) {
       fmt::print("| {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {} | {:.1f} | {:.1f} |\n",
                  rt.places(), s.asyncs, s.finishes, per(m.reports, s.finishes),
                  per(m.asks, s.finishes), per(m.cleanups, s.finishes), per(control(m), s.finishes),
-                 ideal(s), per(m.mpi, s.finishes), s.seconds / static_cast<double>(s.finishes) * 1e6);
+                 ideal(s), per(m.mpi, s.finishes),
+                 s.seconds / static_cast<double>(s.finishes) * 1e6);
     }
     // O(places) and independent of n: no row above twice the ideal.
     bool pass = true;
