@@ -72,9 +72,6 @@ message_counts local_message_counts() {
 }
 
 task<message_counts> total_message_counts() {
-  // This place's own counts before any request leaves, so that they never include the
-  // reading's messages (and need no `at` to itself): the noise is the same every time.
-  message_counts sum = local_message_counts();
   const place_id me = here();
   std::vector<std::optional<message_counts>> others(places());
   // The requests leave together: one round trip, not one per place. A plain function runs in
@@ -86,6 +83,10 @@ task<message_counts> total_message_counts() {
         co_await async(detail::at_into<message_counts>(p, others[p], read));
     }
   });
+  // This place's own counts last, with no `at` to itself: they then include every request and
+  // reply of this reading, and the messages that a request pushed out of a coalescing buffer
+  // ahead of it, whatever the order the replies came in. The noise is the same every time.
+  message_counts sum = local_message_counts();
   for (const std::optional<message_counts>& o : others) {
     if (o)
       sum += *o;

@@ -58,10 +58,10 @@ static_assert(std::is_trivially_copyable_v<message_counts>);
 /// @throws std::logic_error if no runtime exists.
 message_counts local_message_counts();
 
-/// @brief The counts of every place, summed. Reading costs messages itself: this place reads
-/// its own counts first, then asks every other place at once with one `at` (a request and a
-/// reply each, no finish control). The same pattern every time, so two reads in a row measure
-/// the noise of one, to subtract.
+/// @brief The counts of every place, summed. Reading costs messages itself: one `at` to every
+/// other place, all at once (a request and a reply each, no finish control), then this place
+/// reads its own. The same messages every time, so two reads in a row measure the cost of one,
+/// to subtract.
 task<message_counts> total_message_counts();
 
 } // namespace apgas
