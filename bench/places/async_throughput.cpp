@@ -39,7 +39,7 @@ struct rep_result {
   double seconds = 0;
   std::uint64_t count = 0;
   std::uint64_t sum = 0;
-  message_counts messages; ///< during the finish, over all places (gathering noise included)
+  apgas::message_counts messages; ///< during the finish, over all places (gathering noise included)
 };
 
 /// The remote async: adds its argument to the receiver's tally.
@@ -65,7 +65,7 @@ struct send_from_proxy {
 apgas::task<rep_result> one_rep(std::uint64_t k, bool from_proxy) {
   rep_result out;
   const apgas::place_id receiver = from_proxy ? 0 : 1;
-  const message_counts before = co_await all_counts();
+  const apgas::message_counts before = co_await apgas::total_message_counts();
   const auto t0 = clock::now();
   co_await apgas::finish([k, from_proxy]() -> apgas::task<> {
     if (from_proxy)
@@ -74,7 +74,7 @@ apgas::task<rep_result> one_rep(std::uint64_t k, bool from_proxy) {
       co_await send_all(1, k);
   });
   out.seconds = seconds_since(t0);
-  out.messages = co_await all_counts() - before;
+  out.messages = co_await apgas::total_message_counts() - before;
   // Read and reset the receiver's tally for the next repetition.
   const auto [count, sum] = co_await apgas::at(receiver, [] {
     return std::pair<std::uint64_t, std::uint64_t>(g_received.count.exchange(0),
@@ -145,8 +145,8 @@ int main(int argc, char** argv) {
                          x.count, x.sum, k, expected_sum));
       const double rate = static_cast<double>(k) / x.seconds;
       fmt::print("| {} | {} | {:.3f} | {:.0f} | {} | {} | {:.1f} |\n", r, on ? "on" : "off",
-                 x.seconds, rate, x.messages.logical, x.messages.mpi,
-                 static_cast<double>(k) / static_cast<double>(x.messages.mpi));
+                 x.seconds, rate, x.messages.logical_messages_sent, x.messages.mpi_messages_sent,
+                 static_cast<double>(k) / static_cast<double>(x.messages.mpi_messages_sent));
       return rate;
     };
     std::vector<double> rates, off_rates, ratios;

@@ -198,12 +198,12 @@ at_samples at_round_trips(apgas::runtime& rt, std::size_t bytes, int iters, int 
     samples.reserve(static_cast<std::size_t>(iters));
     // Messages per round trip: counted over the timed iterations; gathering costs a fixed
     // number of messages, measured by two gathers in a row and subtracted.
-    const message_counts g0 = co_await all_counts();
-    const message_counts noise = co_await all_counts() - g0;
-    message_counts before;
+    const apgas::message_counts g0 = co_await apgas::total_message_counts();
+    const apgas::message_counts noise = co_await apgas::total_message_counts() - g0;
+    apgas::message_counts before;
     for (int i = -warmup; i < iters; ++i) {
       if (i == 0)
-        before = co_await all_counts();
+        before = co_await apgas::total_message_counts();
       stamp(payload, static_cast<std::uint64_t>(i + warmup));
       const auto t0 = clock::now();
       std::vector<std::uint64_t> back = co_await apgas::at(
@@ -214,9 +214,9 @@ at_samples at_round_trips(apgas::runtime& rt, std::size_t bytes, int iters, int 
       if (back != payload)
         fail(fmt::format("at: wrong echo at iteration {}", i));
     }
-    const message_counts m = co_await all_counts() - before - noise;
-    out.logical_per_rt = static_cast<double>(m.logical) / iters;
-    out.mpi_per_rt = static_cast<double>(m.mpi) / iters;
+    const apgas::message_counts m = co_await apgas::total_message_counts() - before - noise;
+    out.logical_per_rt = static_cast<double>(m.logical_messages_sent) / iters;
+    out.mpi_per_rt = static_cast<double>(m.mpi_messages_sent) / iters;
     co_return out;
   });
 }

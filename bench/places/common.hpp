@@ -1,5 +1,6 @@
 /// @file What the multi-place benchmarks share: MPI start-up for the raw-MPI peers, flag
-/// parsing, sample statistics and message counters gathered from every place.
+/// parsing, sample statistics and a watchdog. Message counts come from the runtime
+/// (apgas::total_message_counts).
 ///
 /// Why the raw-MPI peers run BEFORE the apgas runtime exists: the runtime asks MPI for
 /// MPI_THREAD_SERIALIZED (one thread at a time in MPI), and its idle workers poll MPI on their
@@ -180,60 +181,6 @@ inline summary summarize(std::vector<double> v) {
   return s;
 }
 
-/// @brief Message counters of one place. The runtime exposes only the text of
-/// runtime::message_stats(), so this reads the message engine's counters (apgas::detail).
-struct message_counts {
-  std::uint64_t activities = 0; ///< async_at and at requests sent
-  std::uint64_t replies = 0;    ///< at replies sent
-  std::uint64_t reports = 0;    ///< finish control: proxy -> home
-  std::uint64_t asks = 0;       ///< finish control: home -> proxies holding a report
-  std::uint64_t cleanups = 0;   ///< finish control: home -> proxies
-  std::uint64_t logical = 0;    ///< logical messages sent (all kinds)
-  std::uint64_t mpi = 0;        ///< network messages they left in
-  std::uint64_t bytes = 0;      ///< network bytes
-
-  message_counts& operator+=(const message_counts& o) {
-    activities += o.activities;
-    replies += o.replies;
-    reports += o.reports;
-    asks += o.asks;
-    cleanups += o.cleanups;
-    logical += o.logical;
-    mpi += o.mpi;
-    bytes += o.bytes;
-    return *this;
-  }
-  message_counts operator-(const message_counts& o) const {
-    return {activities - o.activities, replies - o.replies, reports - o.reports, asks - o.asks,
-            cleanups - o.cleanups,     logical - o.logical, mpi - o.mpi,         bytes - o.bytes};
-  }
-};
-
-inline message_counts local_counts() {
-  const auto& e = apgas::detail::place_engine::current();
-  const auto& c = e.counters();
-  const auto t = e.transport_counters();
-  constexpr auto relaxed = std::memory_order_relaxed;
-  return {c.activities_sent.load(relaxed),
-          c.replies_sent.load(relaxed),
-          c.reports_sent.load(relaxed),
-          c.asks_sent.load(relaxed),
-          c.cleanups_sent.load(relaxed),
-          t.logical_messages_sent,
-          t.mpi_messages_sent,
-          t.bytes_sent};
-}
-
-/// @brief The counters of every place, summed, read by one `at` per place in sequence. The
-/// reading itself costs messages (an at and its reply per remote place, and the finish
-/// traffic of the caller's finish): callers measure that noise and subtract it.
-inline apgas::task<message_counts> all_counts() {
-  message_counts sum;
-  for (apgas::place_id p = 0; p < apgas::places(); ++p)
-    sum += co_await apgas::at(p, [] { return local_counts(); });
-  co_return sum;
-}
-
 /// @brief Ends a hung benchmark loudly instead of letting a script wait forever: if the
 /// program has not finished after `seconds`, prints what this place knows (the phase, its
 /// open distributed finishes, its message counters) to stderr and aborts the job. Every
@@ -295,6 +242,3 @@ inline std::string describe(const apgas::runtime& rt, int mpi_level) {
 }
 
 } // namespace apgas_bench
-
-// message_counts crosses places as the value of an `at`: trivially copyable, sent byte for byte.
-static_assert(std::is_trivially_copyable_v<apgas_bench::message_counts>);
