@@ -12,8 +12,8 @@ namespace {
 
 constexpr double k_default_n = 1536.0;
 // The kernel's tolerance is absolute (1e-9): for large n it falls below the rounding error of
-// the areas, run times grow fast (n = 20000: 14 s sequential) and from about n = 40000 the
-// midpoint rounds onto an end, the same interval recurses forever and the stack overflows.
+// the areas, so run times grow fast, and from about n = 40000 the midpoint rounds onto an end,
+// the same interval recurses forever and the stack overflows.
 constexpr double k_max_n = 4096.0;
 constexpr double k_tolerance = 1e-9; // relative
 

@@ -32,9 +32,8 @@ inline bool nqueens_safe(const nqueens_board& b, int row, int col) {
 /// leaves of every parallel version (apgas, TBB, OpenMP) run this same machine code: noclone,
 /// because g++ otherwise gives the reference, which starts at the constant row 0, clones
 /// specialised for rows 0 to 6 (the safety loop unrolled), while a leaf starts at a row known
-/// only at run time. That made the reference ~5 % faster than any parallel version's leaves
-/// (measured: 5 % more instructions at a cutoff of 4 rows for all of them), which is not what
-/// "1 worker against sequential" is meant to measure.
+/// only at run time. The reference would then run faster code than every parallel version's
+/// leaves, and "1 worker against sequential" would measure the compiler instead of the runtime.
 [[gnu::noinline, gnu::noclone]] inline long nqueens_seq_rec(nqueens_board& b, int n, int row) {
   if (row == n)
     return 1;

@@ -92,8 +92,8 @@ struct ra_layout {
 };
 
 /// @brief A count kept per worker thread (see ra_block::applied): one cache line each, because
-/// one counter shared by the workers of a place halves the update rate (measured: 2.1 against
-/// 4.8 M updates/s on 2 places).
+/// a counter shared by the workers of a place would move its cache line between them on every
+/// update.
 struct alignas(64) ra_counter {
   std::uint64_t value = 0;
 };

@@ -7,9 +7,8 @@
 /// torus. In Cilk that overflows the native stack. apgas spawns by symmetric transfer (and the
 /// workers bounce transfers when the stack gets deep), so nesting costs no native stack, but
 /// every level keeps a coroutine frame alive (and, under help-first, the deques fill with
-/// pending siblings): O(V) memory, and a long thin DFS path that a thief can only nibble at.
-/// Measured on 2D-torus(4096), 2 workers: no limit takes 800 to 890 MB RSS and 0.84 to 0.96 s,
-/// the default limit (k_default_depth_limit) 472 MB and 0.52 to 0.58 s. So the recursion
+/// pending siblings): O(V) memory, and a long thin DFS path that a thief can only nibble at,
+/// which costs both memory and time on a large torus (docs/performance.md). So the recursion
 /// carries a budget. A vertex reached with budget 0 is claimed but not expanded; it goes into
 /// an overflow accumulator. When the traversal has quiesced (its finish ended), a new *stage*
 /// expands every accumulated vertex with a fresh budget, in parallel (a finish over a loop
@@ -41,12 +40,11 @@ namespace apgas_apps {
 /// @brief parent[v] of a vertex not reached yet.
 inline constexpr vertex_id k_unvisited = std::numeric_limits<vertex_id>::max();
 /// @brief The recursion budget of a stage: a bounded number of live frames per chain. The
-/// paper's C_LIMIT is 30; here 1000. On torus(4096) a limit of 30 makes 180 stages and
-/// overflows 3.5 M vertices, each expanded again later from a chunk, far from where it was
-/// claimed; 1000 makes 20 and 1.8 M, and takes 1.13 s instead of 1.77 on one worker, 0.52
-/// instead of 0.63 on two (work-first; help-first 1.55 -> 1.14 and 0.68 -> 0.58), in the same
-/// memory (472 MB RSS, mostly the graph). On random, hypercube and bintree graphs, where the
-/// limit rarely binds, 30 and 1000 are within the noise (2 workers, both policies).
+/// paper's C_LIMIT is 30; here 1000, because on long paths (a torus) a small limit makes many
+/// stages and overflows many vertices, each expanded again later from a chunk, far from where
+/// it was claimed, while the frames 1000 levels keep alive are few beside the graph. Where the
+/// limit rarely binds (random, hypercube and bintree graphs) 30 and 1000 do the same; figures in
+/// docs/performance.md.
 inline constexpr unsigned k_default_depth_limit = 1000;
 
 /// @brief What a parallel traversal did besides filling the parent array.
@@ -210,9 +208,8 @@ inline void visit_last(const traversal& t, vertex_id v) {
 /// claims is expanded in this same activity, by looping (a hand-made tail call): only its
 /// earlier siblings become activities, each spawned when the next sibling is claimed. A DFS
 /// tree is mostly paths (on a torus nearly every vertex has a single child), so this saves
-/// most spawns and frames (at one worker: 20% of the time on bintree, 17% on torus, 7% on
-/// random, nothing on hypercube) and keeps the same stealable continuations: what a thief
-/// takes is v's remaining loop and chain.
+/// most spawns and frames and keeps the same stealable continuations: what a thief takes is
+/// v's remaining loop and chain.
 inline apgas::task<> visit(const traversal& t, vertex_id v, unsigned budget) {
   for (;;) {
     vertex_id next = k_unvisited; // claimed, not expanded yet
