@@ -6,7 +6,6 @@
 // nqueens_seq at place 0.
 #include "apgas_apps/cli.hpp"
 #include "apgas_apps/nqueens.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -17,7 +16,6 @@
 
 namespace {
 
-constexpr int k_max_seq_n = 14;          // nqueens_seq takes seconds beyond this
 constexpr int k_default_spread_depth = 2; // N x (N-2)-ish subtrees: a few per place and worker
 
 /// The safe placements of rows [row, depth) below `b`, appended to `out`.
@@ -28,7 +26,8 @@ void list_prefixes(apgas_apps::nqueens_board& b, int n, int row, int depth,
     return;
   }
   for (int col = 0; col < n; ++col) {
-    if (!apgas_apps::nqueens_safe(b, row, col)) continue;
+    if (!apgas_apps::nqueens_safe(b, row, col))
+      continue;
     b.column[static_cast<std::size_t>(row)] = static_cast<std::int8_t>(col);
     list_prefixes(b, n, row + 1, depth, out);
   }
@@ -62,9 +61,8 @@ struct dist_count {
   std::vector<long> per_place; ///< solutions found at each place
   std::vector<long> subtrees;  ///< subtrees each place counted
 
-  template <class A>
-  void serialize(A& a) { // run() hands the value to every place
-    a & total & per_place & subtrees;
+  template <class A> void serialize(A& a) { // run() hands the value to every place
+    a& total& per_place& subtrees;
   }
 };
 
@@ -100,7 +98,8 @@ apgas::task<dist_count> dist_nqueens(int n, int spread_depth, int cutoff_depth) 
 
 std::string join(const std::vector<long>& v) {
   std::string s;
-  for (std::size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{}", i == 0 ? "" : " ", v[i]);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    s += fmt::format("{}{}", i == 0 ? "" : " ", v[i]);
   return s;
 }
 
@@ -129,31 +128,21 @@ int main(int argc, char** argv) {
     spread = std::min(spread, n);
     depth = depth < 0 ? n : std::min(depth, n);
     apgas_apps::report r;
+    r.title = fmt::format("dist-nqueens({})", n);
     const long expected = apgas_apps::nqueens_known(n);
     dist_count result;
     r.seconds = apgas_apps::best_seconds(flags.repeat, [&] {
       result = rt.run(dist_nqueens(n, spread, depth));
-      if (result.total != expected && r.failure.empty()) {
-        r.failure = fmt::format("dist-nqueens({}) = {}, the known count is {}", n, result.total,
-                                expected);
-      }
+      if (result.total != expected && r.failure.empty())
+        r.failure = fmt::format("{} = {}, the known count is {}", r.title, result.total, expected);
     });
-    if (flags.run_seq && n <= k_max_seq_n) {
-      long seq = 0;
-      r.seq_seconds = apgas_apps::best_seconds(flags.repeat, [&] {
-        int m = n;
-        apgas_apps::opaque(m);
-        seq = apgas_apps::nqueens_seq(m);
-        apgas_apps::opaque(seq);
-      });
-      if (seq != result.total && r.failure.empty()) {
-        r.failure = fmt::format("dist-nqueens({}) = {} but nqueens_seq gives {}", n, result.total,
-                                seq);
-      }
+    if (n <= apgas_apps::k_nqueens_seq_max) {
+      apgas_apps::run_seq_and_compare(r, flags, result.total, "nqueens_seq",
+                                      apgas_apps::nqueens_seq, n);
     }
     long subtrees = 0;
-    for (long s : result.subtrees) subtrees += s;
-    r.title = fmt::format("dist-nqueens({})", n);
+    for (long s : result.subtrees)
+      subtrees += s;
     r.result = result.total;
     r.verified = r.failure.empty();
     r.details.push_back(fmt::format("{} subtrees (spread depth {}) over {} place(s): "

@@ -2,7 +2,6 @@
 // an O(N) loop and (unless --no-seq) against fib_seq, whose time gives the speedup.
 #include "apgas_apps/cli.hpp"
 #include "apgas_apps/fib.hpp"
-
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -49,26 +48,16 @@ int main(int argc, char** argv) {
              cutoff, 0, k_max_n + 1);
   return cli.run(argc, argv, [&](apgas::runtime& rt, const apgas_apps::common_flags& flags) {
     apgas_apps::report r;
+    r.title = fmt::format("fib({})", n);
     const long expected = fib_loop(n);
     long result = 0;
     r.seconds = apgas_apps::best_seconds(flags.repeat, [&] {
       result = rt.run(apgas_apps::fib(n, cutoff));
       if (result != expected && r.failure.empty())
-        r.failure = fmt::format("fib({}) = {}, expected {}", n, result, expected);
+        r.failure = fmt::format("{} = {}, expected {}", r.title, result, expected);
     });
-    if (flags.run_seq) {
-      long seq = 0;
-      r.seq_seconds = apgas_apps::best_seconds(flags.repeat, [&] {
-        int m = n;
-        apgas_apps::opaque(m);
-        seq = apgas_apps::fib_seq(m);
-        apgas_apps::opaque(seq);
-      });
-      if (seq != result && r.failure.empty())
-        r.failure = fmt::format("fib({}) = {} but fib_seq gives {}", n, result, seq);
-    }
+    apgas_apps::run_seq_and_compare(r, flags, result, "fib_seq", apgas_apps::fib_seq, n);
     const std::uint64_t tasks = fib_asyncs(n, cutoff);
-    r.title = fmt::format("fib({})", n);
     r.result = result;
     r.verified = r.failure.empty();
     r.work = apgas_apps::work_amount{static_cast<double>(tasks), "tasks"};

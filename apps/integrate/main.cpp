@@ -3,7 +3,6 @@
 // against the exact integral (relative 1e-9, or the kernel's discretisation bound if larger).
 #include "apgas_apps/cli.hpp"
 #include "apgas_apps/integrate.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,8 +12,8 @@ namespace {
 
 constexpr double k_default_n = 1536.0;
 // The kernel's tolerance is absolute (1e-9): for large n it falls below the rounding error of
-// the areas, run times grow fast (n = 20000: 14 s sequential) and from about n = 40000 the
-// midpoint rounds onto an end, the same interval recurses forever and the stack overflows.
+// the areas, so run times grow fast, and from about n = 40000 the midpoint rounds onto an end,
+// the same interval recurses forever and the stack overflows.
 constexpr double k_max_n = 4096.0;
 constexpr double k_tolerance = 1e-9; // relative
 
@@ -38,43 +37,35 @@ int main(int argc, char** argv) {
   apgas_apps::cli cli("integrate",
                       "Integrate: adaptive recursive quadrature of f(x) = x^3 + x over [0, N], "
                       "one async\nper split of an interval at least W wide.");
-  cli.positional("N", fmt::format("upper bound of the interval (0 to {}, default {})", k_max_n,
-                                  k_default_n),
-                 n, 0.0, k_max_n, false);
+  cli.positional(
+      "N", fmt::format("upper bound of the interval (0 to {}, default {})", k_max_n, k_default_n),
+      n, 0.0, k_max_n, false);
   cli.option("--cutoff", "W",
-             "intervals narrower than W run integrate_seq (default 0: one async per split)",
-             cutoff, 0.0, 1e300);
+             "intervals narrower than W run integrate_seq (default 0: one async per split)", cutoff,
+             0.0, 1e300);
   return cli.run(argc, argv, [&](apgas::runtime& rt, const apgas_apps::common_flags& flags) {
     apgas_apps::report r;
+    r.title = fmt::format("integrate({})", n);
     const double exact = apgas_apps::integrate_exact(n);
     const double tolerance = exact_tolerance(n, exact);
     double result = 0;
     r.seconds = apgas_apps::best_seconds(flags.repeat, [&] {
       result = rt.run(apgas_apps::integrate(n, cutoff));
       if (!(std::fabs(result - exact) <= tolerance) && r.failure.empty()) {
-        r.failure = fmt::format("integrate({}) = {}, exact {}: off by {:.3g}, more than {:.3g}",
-                                n, result, exact, std::fabs(result - exact), tolerance);
+        r.failure = fmt::format("{} = {}, exact {}: off by {:.3g}, more than {:.3g}", r.title,
+                                result, exact, std::fabs(result - exact), tolerance);
       }
     });
     r.extra.add("n", n).add("cutoff", cutoff).add("exact", exact);
     r.extra.add("error", std::fabs(result - exact)).add("tolerance", tolerance);
-    if (flags.run_seq) {
-      double seq = 0;
-      r.seq_seconds = apgas_apps::best_seconds(flags.repeat, [&] {
-        double m = n;
-        apgas_apps::opaque(m);
-        seq = apgas_apps::integrate_seq(m);
-        apgas_apps::opaque(seq);
-      });
-      // Same splits, same sums in the same order: equal, barring a kernel change that
-      // reassociates, hence the tolerance.
-      if (seq != result && !(apgas_apps::relative_error(result, seq) < k_tolerance) &&
-          r.failure.empty()) {
-        r.failure = fmt::format("integrate({}) = {} but integrate_seq gives {}", n, result, seq);
-      }
-      r.extra.add("seq_result", seq);
-    }
-    r.title = fmt::format("integrate({})", n);
+    // Same splits, same sums in the same order: equal, barring a kernel change that
+    // reassociates, hence the tolerance.
+    const auto same = [](double par, double seq) {
+      return seq == par || apgas_apps::relative_error(par, seq) < k_tolerance;
+    };
+    if (const auto seq = apgas_apps::run_seq_and_compare(r, flags, result, "integrate_seq",
+                                                         apgas_apps::integrate_seq, n, same))
+      r.extra.add("seq_result", *seq);
     r.result = result;
     r.verified = r.failure.empty();
     return r;

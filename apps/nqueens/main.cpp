@@ -3,7 +3,6 @@
 // --no-seq), against nqueens_seq, whose time gives the speedup.
 #include "apgas_apps/cli.hpp"
 #include "apgas_apps/nqueens.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,7 +11,6 @@
 
 namespace {
 
-constexpr int k_max_seq_n = 14;              // nqueens_seq takes seconds beyond this
 constexpr std::uint64_t k_count_limit = 3e7; // nodes; about the whole tree for N = 14
 
 /// Counts the asyncs nqueens(n, depth) spawns (one per safe square in the rows above
@@ -24,18 +22,23 @@ public:
   /// cost as much as the run itself).
   std::optional<std::uint64_t> count() {
     apgas_apps::nqueens_board b;
-    if (!walk(b, 0)) return std::nullopt;
+    if (!walk(b, 0))
+      return std::nullopt;
     return m_count;
   }
 
 private:
   bool walk(apgas_apps::nqueens_board& b, int row) {
-    if (row >= m_depth || row >= m_n) return true;
+    if (row >= m_depth || row >= m_n)
+      return true;
     for (int col = 0; col < m_n; ++col) {
-      if (!apgas_apps::nqueens_safe(b, row, col)) continue;
-      if (++m_count > k_count_limit) return false;
+      if (!apgas_apps::nqueens_safe(b, row, col))
+        continue;
+      if (++m_count > k_count_limit)
+        return false;
       b.column[static_cast<std::size_t>(row)] = static_cast<std::int8_t>(col);
-      if (!walk(b, row + 1)) return false;
+      if (!walk(b, row + 1))
+        return false;
     }
     return true;
   }
@@ -60,25 +63,16 @@ int main(int argc, char** argv) {
     // Rows below N do not exist: a larger D spawns exactly as D = N does.
     depth = depth < 0 ? n : std::min(depth, n);
     apgas_apps::report r;
+    r.title = fmt::format("nqueens({})", n);
     const long expected = apgas_apps::nqueens_known(n);
     long result = 0;
     r.seconds = apgas_apps::best_seconds(flags.repeat, [&] {
       result = rt.run(apgas_apps::nqueens(n, depth));
       if (result != expected && r.failure.empty())
-        r.failure = fmt::format("nqueens({}) = {}, the known count is {}", n, result, expected);
+        r.failure = fmt::format("{} = {}, the known count is {}", r.title, result, expected);
     });
-    if (flags.run_seq && n <= k_max_seq_n) {
-      long seq = 0;
-      r.seq_seconds = apgas_apps::best_seconds(flags.repeat, [&] {
-        int m = n;
-        apgas_apps::opaque(m);
-        seq = apgas_apps::nqueens_seq(m);
-        apgas_apps::opaque(seq);
-      });
-      if (seq != result && r.failure.empty())
-        r.failure = fmt::format("nqueens({}) = {} but nqueens_seq gives {}", n, result, seq);
-    }
-    r.title = fmt::format("nqueens({})", n);
+    if (n <= apgas_apps::k_nqueens_seq_max)
+      apgas_apps::run_seq_and_compare(r, flags, result, "nqueens_seq", apgas_apps::nqueens_seq, n);
     r.result = result;
     r.verified = r.failure.empty();
     r.extra.add("n", n).add("cutoff_depth", depth);

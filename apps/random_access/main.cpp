@@ -6,7 +6,6 @@
 // plus: every place received exactly the updates meant for it.
 #include "apgas_apps/cli.hpp"
 #include "apgas_apps/random_access.hpp"
-
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -16,50 +15,13 @@
 namespace {
 
 constexpr std::uint32_t k_min_log_size = 4;
-constexpr std::uint32_t k_max_log_size = 30;     // 8 GiB of table
-constexpr std::uint32_t k_default_log_size = 20; // 8 MiB: 4 places take ~1.5 s on 2 cores
+constexpr std::uint32_t k_max_log_size = 30;            // 8 GiB of table
+constexpr std::uint32_t k_default_log_size = 20;        // 8 MiB: a quick run, for a first look
 constexpr std::uint32_t k_default_updates_per_word = 4; // HPCC's
-
-/// Message counters of one place (sums over places once gathered).
-struct message_counts {
-  std::uint64_t activities = 0; ///< async_at and at requests sent
-  std::uint64_t logical = 0;    ///< logical messages sent (activities, finish control, ...)
-  std::uint64_t mpi = 0;        ///< network messages they were coalesced into
-  std::uint64_t bytes = 0;      ///< network bytes
-
-  message_counts& operator+=(const message_counts& o) {
-    activities += o.activities;
-    logical += o.logical;
-    mpi += o.mpi;
-    bytes += o.bytes;
-    return *this;
-  }
-  message_counts operator-(const message_counts& o) const {
-    return {activities - o.activities, logical - o.logical, mpi - o.mpi, bytes - o.bytes};
-  }
-};
-
-/// This place's counters. The runtime has no public numeric form of them yet (only the text
-/// of runtime::message_stats()), so this reads the message engine's own.
-message_counts local_counts() {
-  const auto& e = apgas::detail::place_engine::current();
-  const auto t = e.transport_counters();
-  return {e.counters().activities_sent.load(std::memory_order_relaxed), t.logical_messages_sent,
-          t.mpi_messages_sent, t.bytes_sent};
-}
-
-/// The counters of every place, summed (one `at` per place, all at once: a few messages of
-/// noise).
-apgas::task<message_counts> all_counts() {
-  message_counts sum;
-  for (const message_counts& c : co_await apgas::at_each_place([] { return local_counts(); }))
-    sum += c;
-  co_return sum;
-}
 
 struct run_result {
   apgas_apps::ra_outcome outcome;
-  message_counts messages; ///< during the update phase, over all places
+  apgas::message_counts messages; ///< during the update phase, over all places
 };
 
 } // namespace
@@ -77,10 +39,10 @@ int main(int argc, char** argv) {
              fmt::format("log2 of the table size in words, all places together (default {})",
                          k_default_log_size),
              log_size, k_min_log_size, k_max_log_size);
-  cli.option("--updates-per-word", "k",
-             fmt::format("updates = k x table size (default {}, as in HPCC)",
-                         k_default_updates_per_word),
-             per_word, std::uint32_t{1}, std::uint32_t{64});
+  cli.option(
+      "--updates-per-word", "k",
+      fmt::format("updates = k x table size (default {}, as in HPCC)", k_default_updates_per_word),
+      per_word, std::uint32_t{1}, std::uint32_t{64});
   return cli.run(argc, argv, [&](apgas::runtime& rt, const apgas_apps::common_flags& flags) {
     apgas_apps::report r;
     const std::uint64_t size = std::uint64_t{1} << log_size;
@@ -91,10 +53,10 @@ int main(int argc, char** argv) {
     bool first = true;
     for (int i = 0; i < flags.repeat; ++i) {
       const run_result got = rt.run([&]() -> apgas::task<run_result> {
-        message_counts before;
-        message_counts after;
+        apgas::message_counts before;
+        apgas::message_counts after;
         const auto between = [&](std::string_view phase) -> apgas::task<> {
-          (phase == "start" ? before : after) = co_await all_counts();
+          (phase == "start" ? before : after) = co_await apgas::total_message_counts();
         };
         run_result res;
         res.outcome = co_await apgas_apps::ra_run(log_size, total, between);
@@ -108,9 +70,11 @@ int main(int argc, char** argv) {
       }
       if (r.failure.empty() && (o.applied != total || o.expected != total)) {
         r.failure = fmt::format("{} updates applied, {} generated: messages were lost or "
-                                "duplicated", o.applied, total);
+                                "duplicated",
+                                o.applied, total);
       }
-      if (first || o.seconds < best.outcome.seconds) best = got;
+      if (first || o.seconds < best.outcome.seconds)
+        best = got;
       first = false;
     }
 
@@ -125,8 +89,10 @@ int main(int argc, char** argv) {
     const auto& o = best.outcome;
     const auto& m = best.messages;
     const double gups = o.seconds > 0 ? static_cast<double>(total) / o.seconds / 1e9 : 0.0;
-    const double per_message =
-        m.mpi == 0 ? 0.0 : static_cast<double>(m.logical) / static_cast<double>(m.mpi);
+    const double per_message = m.mpi_messages_sent == 0
+                                   ? 0.0
+                                   : static_cast<double>(m.logical_messages_sent) /
+                                         static_cast<double>(m.mpi_messages_sent);
     r.title = fmt::format("random-access(2^{} words, {} updates) errors", log_size, total);
     r.result = o.errors;
     r.verified = r.failure.empty();
@@ -138,14 +104,16 @@ int main(int argc, char** argv) {
                                     allowed_errors));
     r.details.push_back(fmt::format("update phase, all places: {} activities sent, {} logical "
                                     "messages in {} MPI messages ({:.1f} per message), {:.1f} MB",
-                                    m.activities, m.logical, m.mpi, per_message,
-                                    static_cast<double>(m.bytes) / 1e6));
+                                    m.activities_sent, m.logical_messages_sent, m.mpi_messages_sent,
+                                    per_message, static_cast<double>(m.bytes_sent) / 1e6));
     r.extra.add("log_size", log_size).add("table_words", size).add("updates", total);
     r.extra.add("updates_per_word", per_word).add("gups", gups).add("errors", o.errors);
     r.extra.add("error_rate", static_cast<double>(o.errors) / static_cast<double>(size));
-    r.extra.add("activities_sent", m.activities).add("logical_messages", m.logical);
-    r.extra.add("mpi_messages", m.mpi).add("logical_per_mpi_message", per_message);
-    r.extra.add("message_bytes", m.bytes);
+    r.extra.add("activities_sent", m.activities_sent);
+    r.extra.add("logical_messages", m.logical_messages_sent);
+    r.extra.add("mpi_messages", m.mpi_messages_sent);
+    r.extra.add("logical_per_mpi_message", per_message);
+    r.extra.add("message_bytes", m.bytes_sent);
     return r;
   });
 }

@@ -39,7 +39,7 @@ struct rep_result {
   double seconds = 0;
   std::uint64_t count = 0;
   std::uint64_t sum = 0;
-  message_counts messages; ///< during the finish, over all places (gathering noise included)
+  apgas::message_counts messages; ///< during the finish, over all places (gathering noise included)
 };
 
 /// The remote async: adds its argument to the receiver's tally.
@@ -53,7 +53,8 @@ struct add {
 
 /// The sending loop: K remote asyncs to `to`, each with one 8-byte argument.
 apgas::task<> send_all(apgas::place_id to, std::uint64_t k) {
-  for (std::uint64_t i = 1; i <= k; ++i) co_await apgas::async_at(to, add{}, i);
+  for (std::uint64_t i = 1; i <= k; ++i)
+    co_await apgas::async_at(to, add{}, i);
 }
 
 /// --from proxy: the loop, started at place 1 by place 0's finish.
@@ -64,14 +65,16 @@ struct send_from_proxy {
 apgas::task<rep_result> one_rep(std::uint64_t k, bool from_proxy) {
   rep_result out;
   const apgas::place_id receiver = from_proxy ? 0 : 1;
-  const message_counts before = co_await all_counts();
+  const apgas::message_counts before = co_await apgas::total_message_counts();
   const auto t0 = clock::now();
   co_await apgas::finish([k, from_proxy]() -> apgas::task<> {
-    if (from_proxy) co_await apgas::async_at(1, send_from_proxy{}, k);
-    else co_await send_all(1, k);
+    if (from_proxy)
+      co_await apgas::async_at(1, send_from_proxy{}, k);
+    else
+      co_await send_all(1, k);
   });
   out.seconds = seconds_since(t0);
-  out.messages = co_await all_counts() - before;
+  out.messages = co_await apgas::total_message_counts() - before;
   // Read and reset the receiver's tally for the next repetition.
   const auto [count, sum] = co_await apgas::at(receiver, [] {
     return std::pair<std::uint64_t, std::uint64_t>(g_received.count.exchange(0),
@@ -91,22 +94,24 @@ int main(int argc, char** argv) {
   const int reps = f.get("--reps", 5);
   const double watchdog_s = f.get("--watchdog-s", 300.0);
   const std::string compare_flag = f.get<std::string>("--compare", "yes");
-  if (compare_flag != "yes" && compare_flag != "no") fail("--compare takes yes or no");
+  if (compare_flag != "yes" && compare_flag != "no")
+    fail("--compare takes yes or no");
   const bool compare = compare_flag == "yes";
   const std::string from = f.get<std::string>("--from", "home");
-  if (from != "home" && from != "proxy") fail("--from takes home or proxy");
+  if (from != "home" && from != "proxy")
+    fail("--from takes home or proxy");
   const bool from_proxy = from == "proxy";
   f.done();
   const int level = init_mpi(argc, argv);
-  if (world_size() < 2) fail("needs at least 2 MPI ranks (mpiexec -n 2)");
+  if (world_size() < 2)
+    fail("needs at least 2 MPI ranks (mpiexec -n 2)");
 
   apgas::runtime rt(opts);
   watchdog dog(rt, watchdog_s);
   watchdog::phase() = "warm-up";
   // Warm-up: frame pools, coalescing buffers and MPI's shared-memory queues get allocated.
-  rt.run([&]() -> apgas::task<> {
-    co_await one_rep(std::min<std::uint64_t>(k, 10'000), from_proxy);
-  });
+  rt.run(
+      [&]() -> apgas::task<> { co_await one_rep(std::min<std::uint64_t>(k, 10'000), from_proxy); });
   std::vector<rep_result> results;     // with the runtime's setting, or coalescing on
   std::vector<rep_result> off_results; // --compare: the other half of each pair
   static const char* const rep_names[] = {"rep 0", "rep 1", "rep 2", "rep 3", "rep 4",
@@ -128,26 +133,27 @@ int main(int argc, char** argv) {
   if (rt.here() == 0) {
     fmt::print("bench_async_throughput: one finish of {} async_at({}, add 8-byte argument) "
                "from place {} ({} of the finish)\n",
-               k, from_proxy ? 0 : 1, from_proxy ? 1 : 0,
-               from_proxy ? "a proxy" : "the home");
+               k, from_proxy ? 0 : 1, from_proxy ? 1 : 0, from_proxy ? "a proxy" : "the home");
     fmt::print("  {}\n\n", describe(rt, level));
-    fmt::print("| rep | coalescing | seconds | asyncs/s | logical msgs | MPI msgs | asyncs per MPI msg |\n");
+    fmt::print("| rep | coalescing | seconds | asyncs/s | logical msgs | MPI msgs | asyncs per MPI "
+               "msg |\n");
     fmt::print("|---:|---|---:|---:|---:|---:|---:|\n");
     const std::uint64_t expected_sum = k * (k + 1) / 2;
     const auto rate_of = [&](const rep_result& x, std::size_t r, bool on) {
       if (x.count != k || x.sum != expected_sum)
-        fail(fmt::format("rep {}: the receiver got {} asyncs summing to {}, expected {} and {}",
-                         r, x.count, x.sum, k, expected_sum));
+        fail(fmt::format("rep {}: the receiver got {} asyncs summing to {}, expected {} and {}", r,
+                         x.count, x.sum, k, expected_sum));
       const double rate = static_cast<double>(k) / x.seconds;
       fmt::print("| {} | {} | {:.3f} | {:.0f} | {} | {} | {:.1f} |\n", r, on ? "on" : "off",
-                 x.seconds, rate, x.messages.logical, x.messages.mpi,
-                 static_cast<double>(k) / static_cast<double>(x.messages.mpi));
+                 x.seconds, rate, x.messages.logical_messages_sent, x.messages.mpi_messages_sent,
+                 static_cast<double>(k) / static_cast<double>(x.messages.mpi_messages_sent));
       return rate;
     };
     std::vector<double> rates, off_rates, ratios;
     for (std::size_t r = 0; r < results.size(); ++r) {
       rates.push_back(rate_of(results[r], r, compare || rt.opts().coalesce));
-      if (!compare) continue;
+      if (!compare)
+        continue;
       off_rates.push_back(rate_of(off_results[r], r, false));
       ratios.push_back(rates.back() / off_rates.back());
     }

@@ -4,9 +4,11 @@
 // transport_pattern) tells the cost of that way of using MPI from the runtime's own path.
 //
 //   mpiexec -n 2 ... bench_at_latency [--iters N] [--warmup W] [--sizes 8,1024,65536]
-//                                     [--raw-phase before|between] [--mpi-thread serialized|multiple]
+//                                     [--raw-phase before|between] [--mpi-thread
+//                                     serialized|multiple]
 //                                     [--target 1.5] [--watchdog-s 300] [--rounds 5]
-//                                     [runtime flags: --threads N --coalesce yes|no --flush-us N ...]
+//                                     [runtime flags: --threads N --coalesce yes|no --flush-us N
+//                                     ...]
 //
 // Both sides move the payload both ways: the ping-pong echoes the buffer, the `at` body returns
 // the vector it was given. Every echo is checked (outside the timed part).
@@ -38,8 +40,8 @@ void stamp(std::vector<std::uint64_t>& v, std::uint64_t i) {
 /// rank 0 sends, rank 1 echoes, other ranks only join the barriers. Every echo is checked.
 /// @return per-iteration round-trip times in seconds (rank 0; empty elsewhere).
 template <class Send, class Receive>
-std::vector<double> ping_pong(const char* what, std::size_t bytes, int iters, int warmup,
-                              Send send, Receive receive) {
+std::vector<double> ping_pong(const char* what, std::size_t bytes, int iters, int warmup, Send send,
+                              Receive receive) {
   const int me = world_rank();
   std::vector<std::uint64_t> buf(bytes / 8, 0x5a5a5a5a5a5a5a5aULL);
   std::vector<std::uint64_t> sent = buf;
@@ -54,8 +56,10 @@ std::vector<double> ping_pong(const char* what, std::size_t bytes, int iters, in
       send(buf, 1);
       receive(buf, 1);
       const double dt = seconds_since(t0);
-      if (i >= 0) samples.push_back(dt);
-      if (buf != sent) fail(fmt::format("{}: wrong echo at iteration {}", what, i));
+      if (i >= 0)
+        samples.push_back(dt);
+      if (buf != sent)
+        fail(fmt::format("{}: wrong echo at iteration {}", what, i));
     } else if (me == 1) {
       receive(buf, 0);
       send(buf, 0);
@@ -98,7 +102,8 @@ public:
   transport_pattern& operator=(const transport_pattern&) = delete;
   ~transport_pattern() {
     for (MPI_Request& r : m_receives) {
-      if (r == MPI_REQUEST_NULL) continue;
+      if (r == MPI_REQUEST_NULL)
+        continue;
       MPI_Cancel(&r);
       MPI_Wait(&r, MPI_STATUS_IGNORE);
     }
@@ -111,18 +116,22 @@ public:
     MPI_Isend(v.data(), static_cast<int>(v.size() * 8), MPI_BYTE, to, 0, m_comm, &r);
     int done = 0;
     MPI_Test(&r, &done, MPI_STATUS_IGNORE);
-    if (done == 0) m_sends.push_back(r);
+    if (done == 0)
+      m_sends.push_back(r);
   }
 
   /// Polls until the next message arrives, and copies it into `v`.
   void receive(std::vector<std::uint64_t>& v) {
     for (;;) {
-      for (; m_unposted > 0; --m_unposted) post((m_next + k_slots - m_unposted) % k_slots);
-      if (!m_sends.empty()) complete_sends();
+      for (; m_unposted > 0; --m_unposted)
+        post((m_next + k_slots - m_unposted) % k_slots);
+      if (!m_sends.empty())
+        complete_sends();
       int flag = 0;
       MPI_Status status;
       MPI_Test(&m_receives[m_next], &flag, &status);
-      if (flag == 0) continue;
+      if (flag == 0)
+        continue;
       int count = 0;
       MPI_Get_count(&status, MPI_BYTE, &count);
       if (static_cast<std::size_t>(count) != v.size() * 8)
@@ -175,9 +184,8 @@ struct at_samples {
   double logical_per_rt = 0;   ///< logical messages per round trip, all places
   double mpi_per_rt = 0;       ///< MPI messages per round trip, all places
 
-  template <class A>
-  void serialize(A& a) { // run() hands it to every place
-    a & seconds & logical_per_rt & mpi_per_rt;
+  template <class A> void serialize(A& a) { // run() hands it to every place
+    a& seconds& logical_per_rt& mpi_per_rt;
   }
 };
 
@@ -190,22 +198,25 @@ at_samples at_round_trips(apgas::runtime& rt, std::size_t bytes, int iters, int 
     samples.reserve(static_cast<std::size_t>(iters));
     // Messages per round trip: counted over the timed iterations; gathering costs a fixed
     // number of messages, measured by two gathers in a row and subtracted.
-    const message_counts g0 = co_await all_counts();
-    const message_counts noise = co_await all_counts() - g0;
-    message_counts before;
+    const apgas::message_counts g0 = co_await apgas::total_message_counts();
+    const apgas::message_counts noise = co_await apgas::total_message_counts() - g0;
+    apgas::message_counts before;
     for (int i = -warmup; i < iters; ++i) {
-      if (i == 0) before = co_await all_counts();
+      if (i == 0)
+        before = co_await apgas::total_message_counts();
       stamp(payload, static_cast<std::uint64_t>(i + warmup));
       const auto t0 = clock::now();
-      std::vector<std::uint64_t> back =
-          co_await apgas::at(1, [](std::vector<std::uint64_t> v) { return v; }, payload);
+      std::vector<std::uint64_t> back = co_await apgas::at(
+          1, [](std::vector<std::uint64_t> v) { return v; }, payload);
       const double dt = seconds_since(t0);
-      if (i >= 0) samples.push_back(dt);
-      if (back != payload) fail(fmt::format("at: wrong echo at iteration {}", i));
+      if (i >= 0)
+        samples.push_back(dt);
+      if (back != payload)
+        fail(fmt::format("at: wrong echo at iteration {}", i));
     }
-    const message_counts m = co_await all_counts() - before - noise;
-    out.logical_per_rt = static_cast<double>(m.logical) / iters;
-    out.mpi_per_rt = static_cast<double>(m.mpi) / iters;
+    const apgas::message_counts m = co_await apgas::total_message_counts() - before - noise;
+    out.logical_per_rt = static_cast<double>(m.logical_messages_sent) / iters;
+    out.mpi_per_rt = static_cast<double>(m.mpi_messages_sent) / iters;
     co_return out;
   });
 }
@@ -226,7 +237,8 @@ std::vector<std::size_t> parse_sizes(const std::string& text) {
 }
 
 std::string human_bytes(std::size_t b) {
-  if (b >= 1024 && b % 1024 == 0) return fmt::format("{} KiB", b / 1024);
+  if (b >= 1024 && b % 1024 == 0)
+    return fmt::format("{} KiB", b / 1024);
   return fmt::format("{} B", b);
 }
 
@@ -254,9 +266,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--raw-phase before|between, --mpi-thread serialized|multiple\n");
     return 2;
   }
-  const int level = init_mpi(argc, argv,
-                             mpi_thread == "multiple" ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED);
-  if (world_size() < 2) fail("needs at least 2 MPI ranks (mpiexec -n 2)");
+  const int level =
+      init_mpi(argc, argv, mpi_thread == "multiple" ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED);
+  if (world_size() < 2)
+    fail("needs at least 2 MPI ranks (mpiexec -n 2)");
 
   // Rounds: raw ping-pongs, then a runtime and its `at` round trips, R times, each with
   // iters/R iterations (after its own warm-up). The machine's speed drifts over seconds (this
@@ -277,7 +290,8 @@ int main(int argc, char** argv) {
   };
   for (int round = 0; round < rounds; ++round) {
     if (raw_phase == "before")
-      for (std::size_t k = 0; k < sizes.size(); ++k) run_peers(k);
+      for (std::size_t k = 0; k < sizes.size(); ++k)
+        run_peers(k);
     apgas::runtime rt(opts); // leaves MPI initialised: init_mpi's, not its own
     watchdog dog(rt, watchdog_s);
     here = rt.here();
@@ -291,7 +305,8 @@ int main(int argc, char** argv) {
       watchdog::phase() = "between runs";
       // Between runs: every place's main thread is out of run() (place 0 may be a little
       // ahead, which blocking MPI calls tolerate), but the workers still poll MPI.
-      if (raw_phase == "between") run_peers(k);
+      if (raw_phase == "between")
+        run_peers(k);
     }
   }
 
@@ -313,18 +328,20 @@ int main(int argc, char** argv) {
       const double ratio = a.median / r.median;
       pass = pass && ratio <= target;
       fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} ({:.2f}) |\n",
-                 human_bytes(sizes[k]), r.median * 1e6, r.p90 * 1e6, a.median * 1e6,
-                 a.p90 * 1e6, ratio, a.p90 / r.p90, at[k].logical_per_rt, at[k].mpi_per_rt);
+                 human_bytes(sizes[k]), r.median * 1e6, r.p90 * 1e6, a.median * 1e6, a.p90 * 1e6,
+                 ratio, a.p90 / r.p90, at[k].logical_per_rt, at[k].mpi_per_rt);
     }
     fmt::print("\ntarget: at median <= {:.1f} x raw median at every size: {}\n", target,
                pass ? "PASS" : "MISS");
     // The same medians split in two: what the transport's way of calling MPI costs over the
     // ping-pong (measured by transport_pattern, in the same rounds), and what the runtime's
     // own path adds on top (serializing, handlers, scheduling, the awaiting coroutine).
-    fmt::print("\nwhere the time goes (medians, us): the transport's MPI calls alone (posted "
-               "receives polled with MPI_Test, MPI_Isend + MPI_Test), then the runtime's own path\n\n");
-    fmt::print("| payload | raw | transport's MPI calls | at | MPI calls over raw | runtime over MPI "
-               "calls |\n");
+    fmt::print(
+        "\nwhere the time goes (medians, us): the transport's MPI calls alone (posted "
+        "receives polled with MPI_Test, MPI_Isend + MPI_Test), then the runtime's own path\n\n");
+    fmt::print(
+        "| payload | raw | transport's MPI calls | at | MPI calls over raw | runtime over MPI "
+        "calls |\n");
     fmt::print("|---:|---:|---:|---:|---:|---:|\n");
     for (std::size_t k = 0; k < sizes.size(); ++k) {
       const double r = summarize(raw[k]).median;

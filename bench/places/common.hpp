@@ -1,5 +1,6 @@
 /// @file What the multi-place benchmarks share: MPI start-up for the raw-MPI peers, flag
-/// parsing, sample statistics and message counters gathered from every place.
+/// parsing, sample statistics and a watchdog. Message counts come from the runtime
+/// (apgas::total_message_counts).
 ///
 /// Why the raw-MPI peers run BEFORE the apgas runtime exists: the runtime asks MPI for
 /// MPI_THREAD_SERIALIZED (one thread at a time in MPI), and its idle workers poll MPI on their
@@ -21,15 +22,15 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace apgas_bench {
@@ -54,7 +55,8 @@ inline int init_mpi(int& argc, char**& argv, int level = MPI_THREAD_SERIALIZED) 
   std::atexit([] {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (finalized == 0) MPI_Finalize();
+    if (finalized == 0)
+      MPI_Finalize();
   });
   return provided;
 }
@@ -81,11 +83,16 @@ inline int world_size() {
 
 inline const char* thread_level_name(int level) {
   switch (level) {
-  case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
-  case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
-  case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
-  case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
-  default: return "?";
+  case MPI_THREAD_SINGLE:
+    return "MPI_THREAD_SINGLE";
+  case MPI_THREAD_FUNNELED:
+    return "MPI_THREAD_FUNNELED";
+  case MPI_THREAD_SERIALIZED:
+    return "MPI_THREAD_SERIALIZED";
+  case MPI_THREAD_MULTIPLE:
+    return "MPI_THREAD_MULTIPLE";
+  default:
+    return "?";
   }
 }
 
@@ -108,10 +115,10 @@ class flags {
 public:
   flags(int argc, char** argv) : m_args(argv + 1, argv + argc), m_used(m_args.size(), false) {}
 
-  template <class T>
-  T get(std::string_view name, T fallback) {
+  template <class T> T get(std::string_view name, T fallback) {
     for (std::size_t i = 0; i + 1 < m_args.size(); ++i) {
-      if (m_args[i] != name) continue;
+      if (m_args[i] != name)
+        continue;
       m_used[i] = m_used[i + 1] = true;
       const std::string& text = m_args[i + 1];
       if constexpr (std::is_same_v<T, std::string>) {
@@ -128,13 +135,15 @@ public:
   }
   bool has(std::string_view name) {
     for (std::size_t i = 0; i < m_args.size(); ++i)
-      if (m_args[i] == name) return m_used[i] = true;
+      if (m_args[i] == name)
+        return m_used[i] = true;
     return false;
   }
   /// Call after the last get(): rejects what nobody asked for.
   void done() const {
     for (std::size_t i = 0; i < m_args.size(); ++i)
-      if (!m_used[i]) usage(fmt::format("unknown argument '{}'", m_args[i]));
+      if (!m_used[i])
+        usage(fmt::format("unknown argument '{}'", m_args[i]));
   }
 
 private:
@@ -154,7 +163,8 @@ struct summary {
 
 inline summary summarize(std::vector<double> v) {
   summary s;
-  if (v.empty()) return s;
+  if (v.empty())
+    return s;
   std::sort(v.begin(), v.end());
   // Nearest-rank percentiles: a sample that was really measured, no interpolation.
   const auto rank = [&](double q) {
@@ -165,61 +175,10 @@ inline summary summarize(std::vector<double> v) {
   s.p90 = rank(0.9);
   s.min = v.front();
   double sum = 0;
-  for (double x : v) sum += x;
+  for (double x : v)
+    sum += x;
   s.mean = sum / static_cast<double>(v.size());
   return s;
-}
-
-/// @brief Message counters of one place. The runtime exposes only the text of
-/// runtime::message_stats(), so this reads the message engine's counters (apgas::detail).
-struct message_counts {
-  std::uint64_t activities = 0; ///< async_at and at requests sent
-  std::uint64_t replies = 0;    ///< at replies sent
-  std::uint64_t reports = 0;    ///< finish control: proxy -> home
-  std::uint64_t asks = 0;       ///< finish control: home -> proxies holding a report
-  std::uint64_t cleanups = 0;   ///< finish control: home -> proxies
-  std::uint64_t logical = 0;    ///< logical messages sent (all kinds)
-  std::uint64_t mpi = 0;        ///< network messages they left in
-  std::uint64_t bytes = 0;      ///< network bytes
-
-  message_counts& operator+=(const message_counts& o) {
-    activities += o.activities;
-    replies += o.replies;
-    reports += o.reports;
-    asks += o.asks;
-    cleanups += o.cleanups;
-    logical += o.logical;
-    mpi += o.mpi;
-    bytes += o.bytes;
-    return *this;
-  }
-  message_counts operator-(const message_counts& o) const {
-    return {activities - o.activities, replies - o.replies, reports - o.reports,
-            asks - o.asks,             cleanups - o.cleanups, logical - o.logical,
-            mpi - o.mpi,               bytes - o.bytes};
-  }
-};
-
-inline message_counts local_counts() {
-  const auto& e = apgas::detail::place_engine::current();
-  const auto& c = e.counters();
-  const auto t = e.transport_counters();
-  constexpr auto relaxed = std::memory_order_relaxed;
-  return {c.activities_sent.load(relaxed), c.replies_sent.load(relaxed),
-          c.reports_sent.load(relaxed),    c.asks_sent.load(relaxed),
-          c.cleanups_sent.load(relaxed),
-          t.logical_messages_sent,         t.mpi_messages_sent,
-          t.bytes_sent};
-}
-
-/// @brief The counters of every place, summed, read by one `at` per place in sequence. The
-/// reading itself costs messages (an at and its reply per remote place, and the finish
-/// traffic of the caller's finish): callers measure that noise and subtract it.
-inline apgas::task<message_counts> all_counts() {
-  message_counts sum;
-  for (apgas::place_id p = 0; p < apgas::places(); ++p)
-    sum += co_await apgas::at(p, [] { return local_counts(); });
-  co_return sum;
 }
 
 /// @brief Ends a hung benchmark loudly instead of letting a script wait forever: if the
@@ -230,7 +189,8 @@ inline apgas::task<message_counts> all_counts() {
 class watchdog {
 public:
   watchdog(const apgas::runtime& rt, double seconds) : m_rt(rt) {
-    if (seconds <= 0) return;
+    if (seconds <= 0)
+      return;
     m_thread = std::thread([this, seconds] {
       std::unique_lock lock(m_mutex);
       if (m_cv.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return m_done; }))
@@ -249,7 +209,8 @@ public:
   watchdog(const watchdog&) = delete;
   watchdog& operator=(const watchdog&) = delete;
   ~watchdog() {
-    if (!m_thread.joinable()) return;
+    if (!m_thread.joinable())
+      return;
     {
       std::lock_guard guard(m_mutex);
       m_done = true;
@@ -281,6 +242,3 @@ inline std::string describe(const apgas::runtime& rt, int mpi_level) {
 }
 
 } // namespace apgas_bench
-
-// message_counts crosses places as the value of an `at`: trivially copyable, sent byte for byte.
-static_assert(std::is_trivially_copyable_v<apgas_bench::message_counts>);

@@ -7,9 +7,9 @@
 //                    [--max-finishes M] [--broadcasts B] [--rows-only] [--watchdog-s 300]
 //                    [runtime flags]
 //
-// Counters are the message engine's, gathered from every place with one `at` each before and
-// after the R finishes; the messages of gathering itself are measured once (two gathers in a
-// row) and subtracted. Checked: every place ran exactly the asyncs sent to it.
+// Counts are the runtime's (apgas::total_message_counts), summed over the places before and
+// after the R finishes; the messages of reading them are measured once (two reads in a row)
+// and subtracted. Checked: every place ran exactly the asyncs sent to it.
 //
 // The target is O(places) and independent of n: ideally one report per remote place that
 // took part and one cleanup per such place, 2 (P-1) per finish. A place that drains its asyncs
@@ -31,45 +31,49 @@ using namespace apgas_bench;
 std::atomic<std::uint64_t> g_ran{0}; ///< asyncs run at this place
 
 struct size_result {
-  std::uint64_t asyncs = 0;   ///< per finish
+  std::uint64_t asyncs = 0; ///< per finish
   std::uint64_t finishes = 0;
-  double seconds = 0;         ///< all R finishes
-  message_counts messages;    ///< over all places, gathering noise subtracted
+  double seconds = 0;             ///< all R finishes
+  apgas::message_counts messages; ///< over all places, gathering noise subtracted
 };
 
-apgas::task<size_result> measure(std::uint64_t n, std::uint64_t finishes, message_counts noise) {
+apgas::task<size_result> measure(std::uint64_t n, std::uint64_t finishes,
+                                 apgas::message_counts noise) {
   const apgas::place_id p = apgas::places();
   size_result out;
   out.asyncs = n;
   out.finishes = finishes;
-  const message_counts before = co_await all_counts();
+  const apgas::message_counts before = co_await apgas::total_message_counts();
   const auto t0 = clock::now();
   for (std::uint64_t r = 0; r < finishes; ++r) {
     co_await apgas::finish([n, p]() -> apgas::task<> {
       for (std::uint64_t i = 0; i < n; ++i) {
         const apgas::place_id to = p == 1 ? 0 : static_cast<apgas::place_id>(1 + i % (p - 1));
-        co_await apgas::async_at(to, [](std::uint64_t) {
-          g_ran.fetch_add(1, std::memory_order_relaxed); // the finish orders it before reads
-        }, i);
+        co_await apgas::async_at(
+            to,
+            [](std::uint64_t) {
+              g_ran.fetch_add(1, std::memory_order_relaxed); // the finish orders it before reads
+            },
+            i);
       }
     });
   }
   out.seconds = seconds_since(t0);
-  out.messages = co_await all_counts() - before - noise;
+  out.messages = co_await apgas::total_message_counts() - before - noise;
   co_return out;
 }
 
 /// A broadcast: one plain activity at every place, R times, under a plain finish or under
 /// for_each_place (which the runtime runs as an SPMD finish).
 struct broadcast_result {
-  double seconds = 0;      ///< all R broadcasts
-  message_counts messages; ///< over all places, gathering noise subtracted
+  double seconds = 0;             ///< all R broadcasts
+  apgas::message_counts messages; ///< over all places, gathering noise subtracted
 };
 
 apgas::task<broadcast_result> measure_broadcasts(bool spmd, std::uint64_t reps,
-                                                 message_counts noise) {
+                                                 apgas::message_counts noise) {
   broadcast_result out;
-  const message_counts before = co_await all_counts();
+  const apgas::message_counts before = co_await apgas::total_message_counts();
   const auto t0 = clock::now();
   const auto body = [] { g_ran.fetch_add(1, std::memory_order_relaxed); };
   for (std::uint64_t r = 0; r < reps; ++r) {
@@ -77,21 +81,19 @@ apgas::task<broadcast_result> measure_broadcasts(bool spmd, std::uint64_t reps,
       co_await apgas::for_each_place(body);
     } else {
       co_await apgas::finish([&]() -> apgas::task<> {
-        for (apgas::place_id p = 0; p < apgas::places(); ++p) co_await apgas::async_at(p, body);
+        for (apgas::place_id p = 0; p < apgas::places(); ++p)
+          co_await apgas::async_at(p, body);
       });
     }
   }
   out.seconds = seconds_since(t0);
-  out.messages = co_await all_counts() - before - noise;
+  out.messages = co_await apgas::total_message_counts() - before - noise;
   co_return out;
 }
 
 std::uint64_t clamp_u(std::uint64_t v, std::uint64_t lo, std::uint64_t hi) {
   return std::max(lo, std::min(v, hi));
 }
-
-/// Finish control messages: reports, asks and cleanups.
-std::uint64_t control(const message_counts& m) { return m.reports + m.asks + m.cleanups; }
 
 double per(std::uint64_t total, std::uint64_t n) {
   return static_cast<double>(total) / static_cast<double>(n);
@@ -120,8 +122,8 @@ int main(int argc, char** argv) {
   std::pair<broadcast_result, broadcast_result> bcast; // plain finish, for_each_place
   const auto results = rt.run([&]() -> apgas::task<std::vector<size_result>> {
     // Noise of gathering: two gathers in a row (the pattern is the same every time).
-    const message_counts a = co_await all_counts();
-    const message_counts noise = co_await all_counts() - a;
+    const apgas::message_counts a = co_await apgas::total_message_counts();
+    const apgas::message_counts noise = co_await apgas::total_message_counts() - a;
     std::vector<size_result> rows;
     co_await measure(100, 3, noise); // warm-up: allocations, MPI queues
     std::uint64_t sent = 100 * 3;
@@ -147,7 +149,8 @@ int main(int argc, char** argv) {
     std::uint64_t ran = 0;
     for (apgas::place_id q = 0; q < apgas::places(); ++q)
       ran += co_await apgas::at(q, [] { return g_ran.load(std::memory_order_relaxed); });
-    if (ran != sent) fail(fmt::format("{} asyncs sent but {} ran", sent, ran));
+    if (ran != sent)
+      fail(fmt::format("{} asyncs sent but {} ran", sent, ran));
     co_return rows;
   });
 
@@ -165,16 +168,19 @@ int main(int argc, char** argv) {
     const std::uint64_t remote = rt.places() - 1;
     const auto ideal = [remote](const size_result& s) { return 2 * std::min(s.asyncs, remote); };
     for (const size_result& s : results) {
-      const message_counts& m = s.messages;
+      const apgas::message_counts& m = s.messages;
       fmt::print("| {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {} | {:.1f} | {:.1f} |\n",
-                 rt.places(), s.asyncs, s.finishes, per(m.reports, s.finishes),
-                 per(m.asks, s.finishes), per(m.cleanups, s.finishes), per(control(m), s.finishes),
-                 ideal(s), per(m.mpi, s.finishes), s.seconds / static_cast<double>(s.finishes) * 1e6);
+                 rt.places(), s.asyncs, s.finishes, per(m.finish_reports_sent, s.finishes),
+                 per(m.finish_asks_sent, s.finishes), per(m.finish_cleanups_sent, s.finishes),
+                 per(m.finish_control_sent(), s.finishes), ideal(s),
+                 per(m.mpi_messages_sent, s.finishes),
+                 s.seconds / static_cast<double>(s.finishes) * 1e6);
     }
     // O(places) and independent of n: no row above twice the ideal.
     bool pass = true;
     for (const size_result& s : results)
-      pass = pass && per(control(s.messages), s.finishes) <= 2.0 * static_cast<double>(ideal(s));
+      pass = pass && per(s.messages.finish_control_sent(), s.finishes) <=
+                         2.0 * static_cast<double>(ideal(s));
     fmt::print("places {}: checked (every async ran once); target (control messages per finish "
                "<= 2 x ideal at every size): {}\n",
                rt.places(), pass ? "PASS" : "MISS");
@@ -183,17 +189,19 @@ int main(int argc, char** argv) {
     if (b > 0) {
       const auto& [plain, spmd] = bcast;
       const std::string gain =
-          control(spmd.messages) == 0
-              ? std::string(control(plain.messages) == 0 ? "none either way (one place)"
-                                                         : "none with for_each_place")
+          spmd.messages.finish_control_sent() == 0
+              ? std::string(plain.messages.finish_control_sent() == 0
+                                ? "none either way (one place)"
+                                : "none with for_each_place")
               : fmt::format("{:.2f}x fewer with for_each_place",
-                            static_cast<double>(control(plain.messages)) /
-                                static_cast<double>(control(spmd.messages)));
+                            static_cast<double>(plain.messages.finish_control_sent()) /
+                                static_cast<double>(spmd.messages.finish_control_sent()));
       fmt::print("places {}: broadcast of one activity per place, {} times: plain finish {:.2f} "
                  "control msgs and {:.1f} us per broadcast; for_each_place (SPMD finish) {:.2f} "
                  "and {:.1f} us; control messages: {}\n",
-                 rt.places(), b, per(control(plain.messages), b), plain.seconds / b * 1e6,
-                 per(control(spmd.messages), b), spmd.seconds / b * 1e6, gain);
+                 rt.places(), b, per(plain.messages.finish_control_sent(), b),
+                 plain.seconds / b * 1e6, per(spmd.messages.finish_control_sent(), b),
+                 spmd.seconds / b * 1e6, gain);
     }
     std::fflush(stdout);
   }

@@ -22,9 +22,9 @@
 /// end the places agree on the exit code (the worst of them), so every place exits with it.
 #pragma once
 
-#include "apgas_apps/json.hpp"
-
 #include <apgas/apgas.hpp>
+
+#include "apgas_apps/json.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -61,21 +61,20 @@ struct work_amount {
 
 /// @brief What an app computed and how fast; cli::run prints it.
 struct report {
-  std::string title;                  ///< what was computed, e.g. "fib(35)"
-  json_value result;                  ///< the answer
-  bool verified = false;              ///< every self-check passed
-  std::string failure;                ///< why a self-check failed (printed on stderr)
-  double seconds = 0;                 ///< best time of the parallel runs
-  std::optional<double> seq_seconds;  ///< best time of the sequential runs, if run
-  std::optional<work_amount> work;    ///< gives `<unit>_per_second`
-  json_object extra;                  ///< app-specific keys (n, cutoff, ...)
-  std::vector<std::string> details;   ///< lines printed under the human line (not in JSON)
+  std::string title;                 ///< what was computed, e.g. "fib(35)"
+  json_value result;                 ///< the answer
+  bool verified = false;             ///< every self-check passed
+  std::string failure;               ///< why a self-check failed (printed on stderr)
+  double seconds = 0;                ///< best time of the parallel runs
+  std::optional<double> seq_seconds; ///< best time of the sequential runs, if run
+  std::optional<work_amount> work;   ///< gives `<unit>_per_second`
+  json_object extra;                 ///< app-specific keys (n, cutoff, ...)
+  std::vector<std::string> details;  ///< lines printed under the human line (not in JSON)
 };
 
 /// @brief Parses a whole number (or, for floating T, a finite number) in [lo, hi].
 /// @throws apgas::usage_error naming `what` and the accepted range.
-template <class T>
-T parse_number(std::string_view what, std::string_view text, T lo, T hi);
+template <class T> T parse_number(std::string_view what, std::string_view text, T lo, T hi);
 
 /// @brief Declares an app's arguments, then runs it (see the file comment).
 class cli {
@@ -126,14 +125,12 @@ private:
 
 /// @brief Hides `v` from the optimiser, so that calls to pure functions (fib_seq, ...) are
 /// neither folded nor hoisted out of a timed loop.
-template <class T>
-inline void opaque(T& v) {
+template <class T> inline void opaque(T& v) {
   asm volatile("" : "+m"(v) : : "memory");
 }
 
 /// @brief Wall-clock seconds `f()` takes.
-template <class F>
-double seconds_of(F&& f) {
+template <class F> double seconds_of(F&& f) {
   const auto start = std::chrono::steady_clock::now();
   f();
   const std::chrono::duration<double> d = std::chrono::steady_clock::now() - start;
@@ -141,10 +138,10 @@ double seconds_of(F&& f) {
 }
 
 /// @brief The best of `repeat` timed calls of `f()`.
-template <class F>
-double best_seconds(int repeat, F&& f) {
+template <class F> double best_seconds(int repeat, F&& f) {
   double best = std::numeric_limits<double>::infinity();
-  for (int i = 0; i < repeat; ++i) best = std::min(best, seconds_of(f));
+  for (int i = 0; i < repeat; ++i)
+    best = std::min(best, seconds_of(f));
   return best;
 }
 
@@ -158,21 +155,54 @@ namespace detail {
 [[noreturn]] void throw_bad_number(std::string_view what, std::string_view text, bool whole,
                                    const std::string& lo, const std::string& hi);
 std::string number_text(double v);
-template <class T>
-std::string number_text(T v) {
-  if constexpr (std::is_integral_v<T>) return std::to_string(v);
-  else return number_text(static_cast<double>(v));
+template <class T> std::string number_text(T v) {
+  if constexpr (std::is_integral_v<T>)
+    return std::to_string(v);
+  else
+    return number_text(static_cast<double>(v));
 }
+std::string seq_mismatch(std::string_view title, const std::string& result,
+                         std::string_view seq_name, const std::string& value);
 } // namespace detail
 
-template <class T>
-T parse_number(std::string_view what, std::string_view text, T lo, T hi) {
+/// @brief The sequential half of a report, skipped under --no-seq: times `seq(input)`, the best
+/// of --repeat calls, into r.seq_seconds (which gives the printed speedup) and compares its
+/// value with the parallel `result`. If `same(result, value)` is false, r's failure becomes
+/// "<r.title> = <result> but <seq_name> gives <value>", unless it has one already. `input` and
+/// the value are hidden from the optimiser, so every call is made and timed. pre: r.title set.
+/// @return the sequential value, or nullopt under --no-seq.
+///
+///     r.title = fmt::format("fib({})", n);
+///     run_seq_and_compare(r, flags, result, "fib_seq", apgas_apps::fib_seq, n);
+template <class R, class Seq, class In, class Same = std::equal_to<>>
+auto run_seq_and_compare(report& r, const common_flags& flags, const R& result,
+                         std::string_view seq_name, Seq seq, In input, Same same = {})
+    -> std::optional<std::invoke_result_t<Seq&, In&>> {
+  using value_type = std::invoke_result_t<Seq&, In&>;
+  if (!flags.run_seq)
+    return std::nullopt;
+  value_type value{};
+  r.seq_seconds = best_seconds(flags.repeat, [&] {
+    In in = input;
+    opaque(in);
+    value = seq(in);
+    opaque(value);
+  });
+  if (!same(result, value) && r.failure.empty()) {
+    r.failure = detail::seq_mismatch(r.title, detail::number_text(result), seq_name,
+                                     detail::number_text(value));
+  }
+  return value;
+}
+
+template <class T> T parse_number(std::string_view what, std::string_view text, T lo, T hi) {
   static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>);
   T v{};
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, v);
   bool ok = !text.empty() && ec == std::errc{} && ptr == end && !(v < lo) && !(hi < v);
-  if constexpr (std::is_floating_point_v<T>) ok = ok && std::isfinite(v);
+  if constexpr (std::is_floating_point_v<T>)
+    ok = ok && std::isfinite(v);
   if (!ok) {
     detail::throw_bad_number(what, text, std::is_integral_v<T>, detail::number_text(lo),
                              detail::number_text(hi));

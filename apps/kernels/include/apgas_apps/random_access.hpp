@@ -32,9 +32,12 @@ inline std::uint64_t hpcc_next(std::uint64_t ran) {
 /// hpcc_starts(n + 1) = hpcc_next(hpcc_starts(n)), in O(log n) 64x64 GF(2) steps, so that
 /// every place (and every chunk) can start its part of the stream without running the rest.
 inline std::uint64_t hpcc_starts(std::int64_t n) {
-  while (n < 0) n += k_hpcc_period;
-  while (n > k_hpcc_period) n -= k_hpcc_period;
-  if (n == 0) return 0x1;
+  while (n < 0)
+    n += k_hpcc_period;
+  while (n > k_hpcc_period)
+    n -= k_hpcc_period;
+  if (n == 0)
+    return 0x1;
   std::uint64_t m2[64];
   std::uint64_t temp = 0x1;
   for (auto& m : m2) { // m2[i] = x^(2i): the squares used by the doubling below
@@ -43,15 +46,18 @@ inline std::uint64_t hpcc_starts(std::int64_t n) {
   }
   int i = 62;
   for (; i >= 0; --i)
-    if ((n >> i) & 1) break;
+    if ((n >> i) & 1)
+      break;
   std::uint64_t ran = 0x2;
   while (i > 0) {
     temp = 0;
     for (int j = 0; j < 64; ++j)
-      if ((ran >> j) & 1) temp ^= m2[j];
+      if ((ran >> j) & 1)
+        temp ^= m2[j];
     ran = temp;
     i -= 1;
-    if ((n >> i) & 1) ran = hpcc_next(ran);
+    if ((n >> i) & 1)
+      ran = hpcc_next(ran);
   }
   return ran;
 }
@@ -86,8 +92,8 @@ struct ra_layout {
 };
 
 /// @brief A count kept per worker thread (see ra_block::applied): one cache line each, because
-/// one counter shared by the workers of a place halves the update rate (measured: 2.1 against
-/// 4.8 M updates/s on 2 places).
+/// a counter shared by the workers of a place would move its cache line between them on every
+/// update.
 struct alignas(64) ra_counter {
   std::uint64_t value = 0;
 };
@@ -113,20 +119,22 @@ struct ra_block {
     base = l.first(here);
     mask = l.mask();
     words.resize(l.words_at(here));
-    for (std::size_t i = 0; i < words.size(); ++i) words[i] = base + i;
+    for (std::size_t i = 0; i < words.size(); ++i)
+      words[i] = base + i;
     applied.assign(k_ra_counter_slots, ra_counter{});
   }
   /// table[ran & mask] ^= ran, for a word of this block. Relaxed: the finish that ends the
   /// update phase orders these writes before anything reads the table.
   void apply(std::uint64_t ran) {
-    std::atomic_ref<std::uint64_t>(words[(ran & mask) - base]).fetch_xor(ran,
-                                                                         std::memory_order_relaxed);
+    std::atomic_ref<std::uint64_t>(words[(ran & mask) - base])
+        .fetch_xor(ran, std::memory_order_relaxed);
     std::atomic_ref<std::uint64_t>(applied[ra_counter_slot()].value)
         .fetch_add(1, std::memory_order_relaxed);
   }
   std::uint64_t applied_total() const {
     std::uint64_t sum = 0;
-    for (const ra_counter& c : applied) sum += c.value;
+    for (const ra_counter& c : applied)
+      sum += c.value;
     return sum;
   }
 };
@@ -136,9 +144,7 @@ using ra_refs = std::vector<apgas::global_ref<ra_block>>; ///< every place's blo
 
 /// @brief The update message: runs at the owner of the word.
 struct ra_update {
-  void operator()(apgas::global_ref<ra_block> block, std::uint64_t ran) const {
-    block->apply(ran);
-  }
+  void operator()(apgas::global_ref<ra_block> block, std::uint64_t ran) const { block->apply(ran); }
 };
 
 /// Updates one activity generates before the next one starts: enough that HPCC_starts (about
@@ -157,8 +163,10 @@ inline apgas::task<> ra_generate(ra_refs refs, ra_layout l, std::uint64_t first,
   for (std::uint64_t i = 0; i < count; ++i) {
     ran = hpcc_next(ran);
     const apgas::place_id owner = l.owner(ran & mask);
-    if (owner == me) mine.apply(ran);
-    else co_await apgas::async_at(owner, ra_update{}, refs[owner], ran); // never suspends
+    if (owner == me)
+      mine.apply(ran);
+    else
+      co_await apgas::async_at(owner, ra_update{}, refs[owner], ran); // never suspends
   }
 }
 
@@ -199,11 +207,13 @@ inline ra_check ra_check_block(ra_block& b, const ra_layout& l, std::uint64_t to
   for (std::uint64_t i = 0; i < total; ++i) {
     ran = hpcc_next(ran);
     const std::uint64_t index = ran & mask;
-    if (index < b.base || index >= end) continue;
+    if (index < b.base || index >= end)
+      continue;
     b.words[index - b.base] ^= ran;
     ++c.expected;
   }
-  for (std::size_t i = 0; i < b.words.size(); ++i) c.errors += b.words[i] != b.base + i;
+  for (std::size_t i = 0; i < b.words.size(); ++i)
+    c.errors += b.words[i] != b.base + i;
   return c;
 }
 
@@ -288,7 +298,8 @@ inline std::uint64_t ra_seq(std::uint32_t log_size, std::uint64_t total, double&
   const std::uint64_t size = std::uint64_t{1} << log_size;
   const std::uint64_t mask = size - 1;
   std::vector<std::uint64_t> table(size);
-  for (std::uint64_t i = 0; i < size; ++i) table[i] = i;
+  for (std::uint64_t i = 0; i < size; ++i)
+    table[i] = i;
   const auto pass = [&] {
     std::uint64_t ran = 1;
     for (std::uint64_t i = 0; i < total; ++i) {
@@ -301,7 +312,8 @@ inline std::uint64_t ra_seq(std::uint32_t log_size, std::uint64_t total, double&
   seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   pass();
   std::uint64_t errors = 0;
-  for (std::uint64_t i = 0; i < size; ++i) errors += table[i] != i;
+  for (std::uint64_t i = 0; i < size; ++i)
+    errors += table[i] != i;
   return errors;
 }
 

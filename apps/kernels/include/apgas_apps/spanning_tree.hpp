@@ -7,9 +7,8 @@
 /// torus. In Cilk that overflows the native stack. apgas spawns by symmetric transfer (and the
 /// workers bounce transfers when the stack gets deep), so nesting costs no native stack, but
 /// every level keeps a coroutine frame alive (and, under help-first, the deques fill with
-/// pending siblings): O(V) memory, and a long thin DFS path that a thief can only nibble at.
-/// Measured on 2D-torus(4096), 2 workers: no limit takes 800 to 890 MB RSS and 0.84 to 0.96 s,
-/// the default limit (k_default_depth_limit) 472 MB and 0.52 to 0.58 s. So the recursion
+/// pending siblings): O(V) memory, and a long thin DFS path that a thief can only nibble at,
+/// which costs both memory and time on a large torus (docs/performance.md). So the recursion
 /// carries a budget. A vertex reached with budget 0 is claimed but not expanded; it goes into
 /// an overflow accumulator. When the traversal has quiesced (its finish ended), a new *stage*
 /// expands every accumulated vertex with a fresh budget, in parallel (a finish over a loop
@@ -41,12 +40,11 @@ namespace apgas_apps {
 /// @brief parent[v] of a vertex not reached yet.
 inline constexpr vertex_id k_unvisited = std::numeric_limits<vertex_id>::max();
 /// @brief The recursion budget of a stage: a bounded number of live frames per chain. The
-/// paper's C_LIMIT is 30; here 1000. On torus(4096) a limit of 30 makes 180 stages and
-/// overflows 3.5 M vertices, each expanded again later from a chunk, far from where it was
-/// claimed; 1000 makes 20 and 1.8 M, and takes 1.13 s instead of 1.77 on one worker, 0.52
-/// instead of 0.63 on two (work-first; help-first 1.55 -> 1.14 and 0.68 -> 0.58), in the same
-/// memory (472 MB RSS, mostly the graph). On random, hypercube and bintree graphs, where the
-/// limit rarely binds, 30 and 1000 are within the noise (2 workers, both policies).
+/// paper's C_LIMIT is 30; here 1000, because on long paths (a torus) a small limit makes many
+/// stages and overflows many vertices, each expanded again later from a chunk, far from where
+/// it was claimed, while the frames 1000 levels keep alive are few beside the graph. Where the
+/// limit rarely binds (random, hypercube and bintree graphs) 30 and 1000 do the same; figures in
+/// docs/performance.md.
 inline constexpr unsigned k_default_depth_limit = 1000;
 
 /// @brief What a parallel traversal did besides filling the parent array.
@@ -71,7 +69,8 @@ inline void reset_parents(std::span<vertex_id> parent) {
     const vertex_id v = stack.back();
     stack.pop_back();
     for (const vertex_id w : g.neighbours(v)) {
-      if (parent[w] != k_unvisited) continue;
+      if (parent[w] != k_unvisited)
+        continue;
       parent[w] = v;
       stack.push_back(w);
     }
@@ -125,7 +124,8 @@ public:
     std::lock_guard lock(m_mutex); // against a thread registering (not expected here)
     for (auto& list : m_lists) {
       for (auto& c : *list)
-        if (c->m_size != 0) out.push_back(std::move(c));
+        if (c->m_size != 0)
+          out.push_back(std::move(c));
       list->clear();
     }
     return out;
@@ -147,7 +147,8 @@ private:
 
   chunk_list& local_list() {
     thread_cache& c = cache();
-    if (c.m_owner == m_id) return *c.m_list;
+    if (c.m_owner == m_id)
+      return *c.m_list;
     // First push of this thread into this accumulator (or it used another one since: then it
     // just gets a fresh list; the old one stays registered, so nothing is lost).
     std::lock_guard lock(m_mutex);
@@ -184,7 +185,8 @@ inline bool try_claim(vertex_id* parent, vertex_id w, vertex_id v) noexcept {
   // CAS's atomicity alone picks the one winner; parent[w] publishes nothing else (the graph
   // was built before the run started, and the traversal's results are read after its finish,
   // which orders them).
-  if (slot.load(std::memory_order_relaxed) != k_unvisited) return false;
+  if (slot.load(std::memory_order_relaxed) != k_unvisited)
+    return false;
   vertex_id expected = k_unvisited;
   return slot.compare_exchange_strong(expected, v, std::memory_order_relaxed,
                                       std::memory_order_relaxed);
@@ -194,7 +196,8 @@ inline bool try_claim(vertex_id* parent, vertex_id w, vertex_id v) noexcept {
 /// saves them for the next stage.
 inline void visit_last(const traversal& t, vertex_id v) {
   for (const vertex_id w : t.m_graph.neighbours(v))
-    if (try_claim(t.m_parent, w, v)) t.m_overflow.push(w);
+    if (try_claim(t.m_parent, w, v))
+      t.m_overflow.push(w);
 }
 
 /// @brief Expands v (already claimed) and the subtree it wins, down to `budget` levels: each
@@ -205,24 +208,26 @@ inline void visit_last(const traversal& t, vertex_id v) {
 /// claims is expanded in this same activity, by looping (a hand-made tail call): only its
 /// earlier siblings become activities, each spawned when the next sibling is claimed. A DFS
 /// tree is mostly paths (on a torus nearly every vertex has a single child), so this saves
-/// most spawns and frames (at one worker: 20% of the time on bintree, 17% on torus, 7% on
-/// random, nothing on hypercube) and keeps the same stealable continuations: what a thief
-/// takes is v's remaining loop and chain.
+/// most spawns and frames and keeps the same stealable continuations: what a thief takes is
+/// v's remaining loop and chain.
 inline apgas::task<> visit(const traversal& t, vertex_id v, unsigned budget) {
   for (;;) {
     vertex_id next = k_unvisited; // claimed, not expanded yet
     for (const vertex_id w : t.m_graph.neighbours(v)) {
-      if (!try_claim(t.m_parent, w, v)) continue;
+      if (!try_claim(t.m_parent, w, v))
+        continue;
       if (budget == 0) {
         t.m_overflow.push(w);
       } else if (budget == 1) {
         visit_last(t, w); // a few claims: not worth an activity
       } else {
-        if (next != k_unvisited) co_await apgas::async(visit(t, next, budget - 1));
+        if (next != k_unvisited)
+          co_await apgas::async(visit(t, next, budget - 1));
         next = w;
       }
     }
-    if (next == k_unvisited) co_return;
+    if (next == k_unvisited)
+      co_return;
     v = next;
     --budget;
   }
@@ -240,7 +245,8 @@ inline apgas::task<> visit_range(const traversal& t, const vertex_id* vs, std::s
     vs += half;
     n -= half;
   }
-  for (std::size_t i = 0; i < n; ++i) co_await visit(t, vs[i], t.m_depth_limit);
+  for (std::size_t i = 0; i < n; ++i)
+    co_await visit(t, vs[i], t.m_depth_limit);
 }
 
 /// @brief Expands the vertices of chunks[0, n): the array of chunks is split in halves, then
@@ -253,7 +259,8 @@ inline apgas::task<> visit_chunks(const traversal& t, const std::unique_ptr<vert
     chunks += half;
     n -= half;
   }
-  if (n == 1) co_await visit_range(t, chunks[0]->m_items.data(), chunks[0]->m_size);
+  if (n == 1)
+    co_await visit_range(t, chunks[0]->m_items.data(), chunks[0]->m_size);
 }
 
 } // namespace spanning_tree_detail
@@ -275,9 +282,11 @@ spanning_tree(const csr_graph& g, vertex_id root, std::span<vertex_id> parent,
   for (;;) {
     // The list-to-array step of the paper: the stage iterates over an array of chunks.
     chunk_list stage = overflow.take_all();
-    if (stage.empty()) break;
+    if (stage.empty())
+      break;
     ++stats.stages;
-    for (const auto& c : stage) stats.overflowed += c->m_size;
+    for (const auto& c : stage)
+      stats.overflowed += c->m_size;
     co_await apgas::finish(
         [&]() -> apgas::task<> { co_await visit_chunks(t, stage.data(), stage.size()); });
   } // `stage` is freed here: its vertices have all been expanded
@@ -303,13 +312,18 @@ inline spanning_tree_check check_spanning_tree(const csr_graph& g, vertex_id roo
     r.error = std::move(why);
     return r;
   };
-  if (parent.size() != n) return fail("parent array has the wrong size");
-  if (root >= n) return fail("root out of range");
-  if (parent[root] != root) return fail("the root is not its own parent");
+  if (parent.size() != n)
+    return fail("parent array has the wrong size");
+  if (root >= n)
+    return fail("root out of range");
+  if (parent[root] != root)
+    return fail("the root is not its own parent");
   for (vertex_id v = 0; v < n; ++v) {
-    if (v == root) continue;
+    if (v == root)
+      continue;
     const vertex_id p = parent[v];
-    if (p == k_unvisited) return fail("vertex " + std::to_string(v) + " has no parent");
+    if (p == k_unvisited)
+      return fail("vertex " + std::to_string(v) + " has no parent");
     if (p >= n || p == v)
       return fail("vertex " + std::to_string(v) + " has invalid parent " + std::to_string(p));
     const auto nbrs = g.neighbours(v);
@@ -331,7 +345,8 @@ inline spanning_tree_check check_spanning_tree(const csr_graph& g, vertex_id roo
     }
     if (state[u] == on_path)
       return fail("the parent pointers from vertex " + std::to_string(v) + " form a cycle");
-    for (u = v; state[u] == on_path; u = parent[u]) state[u] = rooted;
+    for (u = v; state[u] == on_path; u = parent[u])
+      state[u] = rooted;
   }
   r.ok = true;
   return r;
