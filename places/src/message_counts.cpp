@@ -6,6 +6,8 @@
 #include "apgas/finish.hpp"
 #include "apgas/place.hpp"
 
+#include "distributed_finish.hpp"
+
 #include <optional>
 #include <vector>
 
@@ -49,13 +51,14 @@ message_counts operator-(message_counts later, const message_counts& earlier) no
 
 message_counts local_message_counts() {
   const detail::place_engine& e = detail::place_engine::current();
-  const detail::engine_counters& c = e.counters();
+  const detail::active_message_counters& a = detail::active_messages::current().counters();
+  const detail::finish_counters& c = e.find_module<detail::distributed_finish>()->counters();
   const detail::transport_stats t = e.transport_counters(); // relaxed reads, any thread
   // relaxed: statistics; nothing is ordered by them (see the thread-safety line in the header).
   constexpr auto relaxed = std::memory_order_relaxed;
   message_counts m;
-  m.activities_sent = c.activities_sent.load(relaxed);
-  m.at_replies_sent = c.replies_sent.load(relaxed);
+  m.activities_sent = a.activities_sent.load(relaxed);
+  m.at_replies_sent = a.replies_sent.load(relaxed);
   m.finish_reports_sent = c.reports_sent.load(relaxed);
   m.finish_asks_sent = c.asks_sent.load(relaxed);
   m.finish_cleanups_sent = c.cleanups_sent.load(relaxed);
@@ -79,8 +82,7 @@ task<message_counts> total_message_counts() {
   const auto read = [] { return local_message_counts(); };
   co_await finish([&]() -> task<> {
     for (place_id p = 0; p < places(); ++p) {
-      if (p != me)
-        co_await async(detail::at_into<message_counts>(p, others[p], read));
+      if (p != me) co_await async(detail::at_into<message_counts>(p, others[p], read));
     }
   });
   // This place's own counts last, with no `at` to itself: they then include every request and
@@ -88,8 +90,7 @@ task<message_counts> total_message_counts() {
   // ahead of it, whatever the order the replies came in. The noise is the same every time.
   message_counts sum = local_message_counts();
   for (const std::optional<message_counts>& o : others) {
-    if (o)
-      sum += *o;
+    if (o) sum += *o;
   }
   co_return sum;
 }

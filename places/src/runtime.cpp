@@ -6,8 +6,8 @@
 #include "apgas/detail/place_modules.hpp"
 #include "apgas/detail/transport_mpi.hpp"
 #include "apgas/detail/transport_single.hpp"
+#include "apgas/message_counts.hpp"
 
-#include "distributed_finish.hpp"
 #include "run_protocol.hpp"
 #include <fmt/format.h>
 
@@ -39,20 +39,6 @@ detail::transport_options transport_options_from(const options& o) {
 }
 } // namespace
 
-namespace detail {
-
-place_modules add_place_modules(place_engine& engine, const options& opts) {
-  place_modules m{};
-  m.runs = &engine.add_module<run_protocol>();
-  m.finish =
-      &engine.add_module<distributed_finish>(std::chrono::microseconds(opts.report_delay_us));
-  m.messages = &engine.add_module<active_messages>(*m.finish);
-  engine.add_registered_modules();
-  return m;
-}
-
-} // namespace detail
-
 runtime::runtime(int& argc, char** argv) {
   const options o = options::from_env_and_args(argc, argv);
   start(o, &argc, &argv);
@@ -72,21 +58,16 @@ void runtime::start(const options& opts, int* argc, char*** argv) {
   m_engine = std::make_unique<detail::place_engine>(m_local->sched(), std::move(net));
   const detail::place_modules modules = detail::add_place_modules(*m_engine, opts);
   m_runs = modules.runs;
-  m_finish = modules.finish;
-  m_messages = modules.messages;
   detail::place_engine::set_current(m_engine.get());
-  detail::active_messages::set_current(m_messages);
+  detail::active_messages::set_current(modules.messages);
   m_local->sched().set_network(m_engine.get());
   m_local->set_place_label(here(), places());
   if (places() > 1) {
-    m_local->set_progress_extra([this] {
-      const auto& am = m_messages->counters();
-      const auto& fc = m_finish->counters();
-      const auto t = m_engine->transport_counters(); // relaxed atomics: safe from any thread
+    m_local->set_progress_extra([] {
+      const message_counts c = local_message_counts(); // relaxed reads: any thread
       return fmt::format("messages out {} ({} MPI), in {}; activities sent {}, finish reports {}",
-                         t.logical_messages_sent, t.mpi_messages_sent, t.logical_messages_received,
-                         am.activities_sent.load(std::memory_order_relaxed),
-                         fc.reports_sent.load(std::memory_order_relaxed));
+                         c.logical_messages_sent, c.mpi_messages_sent, c.logical_messages_received,
+                         c.activities_sent, c.finish_reports_sent);
     });
   }
   detail::place_engine::install_dump_signal();
@@ -122,44 +103,32 @@ place_id runtime::here() const noexcept { return m_engine->here(); }
 place_id runtime::places() const noexcept { return m_engine->places(); }
 void runtime::set_coalescing(bool on) { m_engine->set_coalescing(on); }
 std::uint64_t runtime::mpi_messages_sent() const {
-  return m_engine->transport_counters().mpi_messages_sent;
+  return local_message_counts().mpi_messages_sent;
 }
-std::uint64_t runtime::cleanups_sent() const {
-  return m_finish->counters().cleanups_sent.load(std::memory_order_relaxed);
-}
-std::uint64_t runtime::reports_sent() const {
-  return m_finish->counters().reports_sent.load(std::memory_order_relaxed);
-}
-std::uint64_t runtime::asks_sent() const {
-  return m_finish->counters().asks_sent.load(std::memory_order_relaxed);
-}
-std::uint64_t runtime::holds_expired() const {
-  return m_finish->counters().holds_expired.load(std::memory_order_relaxed);
-}
+std::uint64_t runtime::cleanups_sent() const { return local_message_counts().finish_cleanups_sent; }
+std::uint64_t runtime::reports_sent() const { return local_message_counts().finish_reports_sent; }
+std::uint64_t runtime::asks_sent() const { return local_message_counts().finish_asks_sent; }
+std::uint64_t runtime::holds_expired() const { return local_message_counts().finish_holds_expired; }
 
 std::string runtime::message_stats() const {
-  const auto& am = m_messages->counters();
-  const auto& c = m_finish->counters();
-  const auto t = m_engine->transport_counters();
-  const auto rd = [](const auto& counter) { // std::atomic or spread_counter
-    return counter.load(std::memory_order_relaxed);
-  };
-  const double ratio = t.mpi_messages_sent == 0 ? 0.0
-                                                : static_cast<double>(t.logical_messages_sent) /
-                                                      static_cast<double>(t.mpi_messages_sent);
+  const message_counts c = local_message_counts();
+  const auto t = m_engine->transport_counters(); // what the snapshot does not sum up
+  const double ratio = c.mpi_messages_sent == 0 ? 0.0
+                                                : static_cast<double>(c.logical_messages_sent) /
+                                                      static_cast<double>(c.mpi_messages_sent);
   std::string s = fmt::format("apgas messages: place {} of {}\n", here(), places());
-  s += fmt::format("  {:<34} {}\n", "activities sent (async_at, at)", rd(am.activities_sent));
-  s += fmt::format("  {:<34} {}\n", "at replies sent", rd(am.replies_sent));
+  s += fmt::format("  {:<34} {}\n", "activities sent (async_at, at)", c.activities_sent);
+  s += fmt::format("  {:<34} {}\n", "at replies sent", c.at_replies_sent);
   s += fmt::format("  {:<34} {} reports ({} unasked, hold expired), {} asks, {} cleanups\n",
-                   "finish control messages", rd(c.reports_sent), rd(c.holds_expired),
-                   rd(c.asks_sent), rd(c.cleanups_sent));
-  s += fmt::format("  {:<34} {}\n", "finishes that went remote", rd(c.finishes_distributed));
+                   "finish control messages", c.finish_reports_sent, c.finish_holds_expired,
+                   c.finish_asks_sent, c.finish_cleanups_sent);
+  s += fmt::format("  {:<34} {}\n", "finishes that went remote", c.distributed_finishes);
   s += fmt::format("  {:<34} {} logical in {} MPI messages ({:.1f} per message)\n", "sent",
-                   t.logical_messages_sent, t.mpi_messages_sent, ratio);
+                   c.logical_messages_sent, c.mpi_messages_sent, ratio);
   s += fmt::format("  {:<34} {} logical in {} MPI messages (a merged stream counts once)\n",
-                   "received", t.logical_messages_received, t.mpi_messages_received);
-  s += fmt::format("  {:<34} {} sent, {} received\n", "bytes", t.bytes_sent, t.bytes_received);
-  s += fmt::format("  {:<34} {}\n", "back-pressure waits", t.backpressure_waits);
+                   "received", c.logical_messages_received, c.mpi_messages_received);
+  s += fmt::format("  {:<34} {} sent, {} received\n", "bytes", c.bytes_sent, c.bytes_received);
+  s += fmt::format("  {:<34} {}\n", "back-pressure waits", c.backpressure_waits);
   s += fmt::format("  {:<34} {}\n", "MPI sends in flight, at most", t.peak_sends_in_flight);
   s += fmt::format("  {:<34} {} bytes per destination{}\n", "coalescing buffer", t.buffer_bytes,
                    t.buffer_bytes < opts().coalesce_bytes

@@ -26,7 +26,6 @@ namespace apgas {
 
 namespace detail {
 class place_engine;
-class distributed_finish;
 class run_protocol;
 } // namespace detail
 
@@ -142,8 +141,6 @@ private:
   std::unique_ptr<local_runtime> m_local; ///< the workers of this place
   /// The place's message engine and its protocol modules (owned by the engine).
   std::unique_ptr<detail::place_engine> m_engine;
-  detail::active_messages* m_messages = nullptr;
-  detail::distributed_finish* m_finish = nullptr;
   detail::run_protocol* m_runs = nullptr;
 };
 

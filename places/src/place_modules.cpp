@@ -1,0 +1,24 @@
+// The places layer's own protocol modules, as every runtime builds them (see place_modules.hpp).
+#include "apgas/detail/place_modules.hpp"
+
+#include "apgas/detail/active_messages.hpp"
+#include "apgas/detail/place_engine.hpp"
+
+#include "distributed_finish.hpp"
+#include "run_protocol.hpp"
+
+#include <chrono>
+
+namespace apgas::detail {
+
+place_modules add_place_modules(place_engine& engine, const options& opts) {
+  place_modules m{};
+  m.runs = &engine.add_module<run_protocol>();
+  m.finish =
+      &engine.add_module<distributed_finish>(std::chrono::microseconds(opts.report_delay_us));
+  m.messages = &engine.add_module<active_messages>(*m.finish);
+  engine.add_registered_modules();
+  return m;
+}
+
+} // namespace apgas::detail
