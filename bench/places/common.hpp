@@ -55,8 +55,7 @@ inline int init_mpi(int& argc, char**& argv, int level = MPI_THREAD_SERIALIZED) 
   std::atexit([] {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (finalized == 0)
-      MPI_Finalize();
+    if (finalized == 0) MPI_Finalize();
   });
   return provided;
 }
@@ -115,10 +114,10 @@ class flags {
 public:
   flags(int argc, char** argv) : m_args(argv + 1, argv + argc), m_used(m_args.size(), false) {}
 
-  template <class T> T get(std::string_view name, T fallback) {
+  template <class T>
+  T get(std::string_view name, T fallback) {
     for (std::size_t i = 0; i + 1 < m_args.size(); ++i) {
-      if (m_args[i] != name)
-        continue;
+      if (m_args[i] != name) continue;
       m_used[i] = m_used[i + 1] = true;
       const std::string& text = m_args[i + 1];
       if constexpr (std::is_same_v<T, std::string>) {
@@ -135,15 +134,13 @@ public:
   }
   bool has(std::string_view name) {
     for (std::size_t i = 0; i < m_args.size(); ++i)
-      if (m_args[i] == name)
-        return m_used[i] = true;
+      if (m_args[i] == name) return m_used[i] = true;
     return false;
   }
   /// Call after the last get(): rejects what nobody asked for.
   void done() const {
     for (std::size_t i = 0; i < m_args.size(); ++i)
-      if (!m_used[i])
-        usage(fmt::format("unknown argument '{}'", m_args[i]));
+      if (!m_used[i]) usage(fmt::format("unknown argument '{}'", m_args[i]));
   }
 
 private:
@@ -163,8 +160,7 @@ struct summary {
 
 inline summary summarize(std::vector<double> v) {
   summary s;
-  if (v.empty())
-    return s;
+  if (v.empty()) return s;
   std::sort(v.begin(), v.end());
   // Nearest-rank percentiles: a sample that was really measured, no interpolation.
   const auto rank = [&](double q) {
@@ -175,8 +171,7 @@ inline summary summarize(std::vector<double> v) {
   s.p90 = rank(0.9);
   s.min = v.front();
   double sum = 0;
-  for (double x : v)
-    sum += x;
+  for (double x : v) sum += x;
   s.mean = sum / static_cast<double>(v.size());
   return s;
 }
@@ -189,8 +184,7 @@ inline summary summarize(std::vector<double> v) {
 class watchdog {
 public:
   watchdog(const apgas::runtime& rt, double seconds) : m_rt(rt) {
-    if (seconds <= 0)
-      return;
+    if (seconds <= 0) return;
     m_thread = std::thread([this, seconds] {
       std::unique_lock lock(m_mutex);
       if (m_cv.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return m_done; }))
@@ -198,7 +192,7 @@ public:
       const std::string open = apgas::detail::place_engine::current().describe_state();
       std::fprintf(stderr,
                    "watchdog: place %u: no end after %.0f s in phase '%s'\n"
-                   "open distributed finishes homed here:\n%s%s",
+                   "%s%s",
                    m_rt.here(), seconds, phase().load(), open.empty() ? "  (none)\n" : open.c_str(),
                    m_rt.message_stats().c_str());
       std::fflush(stderr);
@@ -209,8 +203,7 @@ public:
   watchdog(const watchdog&) = delete;
   watchdog& operator=(const watchdog&) = delete;
   ~watchdog() {
-    if (!m_thread.joinable())
-      return;
+    if (!m_thread.joinable()) return;
     {
       std::lock_guard guard(m_mutex);
       m_done = true;

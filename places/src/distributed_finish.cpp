@@ -71,7 +71,8 @@ distributed_finish::distributed_finish(place_engine& engine,
   engine.before_each_poll<&distributed_finish::send_due_reports>(*this);
   engine.after_each_delivery<&distributed_finish::flush_arrivals>(*this);
   engine.expects_messages_when<&distributed_finish::reports_waiting>(*this);
-  engine.describes_state_with<&distributed_finish::describe_open_finishes>(*this);
+  engine.describes_state_with<&distributed_finish::describe_open_finishes>(
+      *this, "open distributed finishes homed here");
   // Each hook finds its module through the finish's link, so that several places can share a
   // process (tests on the fake network). Set before any activity can reach another place.
   g_remote_hooks.end_proxy_strands = [](finish_state& f, std::uint64_t n) noexcept {
@@ -478,7 +479,7 @@ std::string distributed_finish::describe_open_finishes() const {
   std::string s;
   std::lock_guard guard(m_homes_mutex);
   for (const auto& [serial, f] : m_homes) {
-    s += fmt::format("  finish {}:{} pending (activities sent minus completed)", m_here, serial);
+    s += fmt::format("    finish {}:{} pending (activities sent minus completed)", m_here, serial);
     for (const auto& [p, n] : home_link_of(*f)->tally.snapshot())
       s += fmt::format(" place {}={}", p, n);
     s += "\n";

@@ -166,15 +166,18 @@ void place_engine::install_dump_signal() { std::signal(SIGUSR1, &request_dump); 
 
 std::string place_engine::describe_state() const {
   std::string s;
-  for (const describer& d : m_describers) s += d.fn(d.module);
+  for (const describer& d : m_describers) {
+    const std::string section = d.fn(d.module);
+    s += section.empty() ? fmt::format("  {}: none\n", d.title)
+                         : fmt::format("  {}:\n{}", d.title, section);
+  }
   return s;
 }
 
 void place_engine::dump_state() const noexcept {
   try {
     const std::string state = describe_state();
-    std::fprintf(stderr, "apgas: place %u: open distributed finishes:\n%s", m_here,
-                 state.empty() ? "  (none)\n" : state.c_str());
+    std::fprintf(stderr, "apgas: place %u: state\n%s", m_here, state.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "apgas: place %u: cannot describe its state: %s\n", m_here, e.what());
   }

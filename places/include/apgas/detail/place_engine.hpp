@@ -101,11 +101,12 @@ public:
     m_expecting.push_back(
         {[](const void* m) noexcept { return (static_cast<const M*>(m)->*Method)(); }, &module});
   }
-  /// @brief `M::Method() const` describes the module's open state for a hung run's dump.
+  /// @brief `M::Method() const` describes the module's open state for a hung run's dump, under
+  /// `title` (e.g. "open distributed finishes"): indented lines, one per open thing, or nothing.
   template <auto Method, class M>
-  void describes_state_with(const M& module) {
-    m_describers.push_back(
-        {[](const void* m) { return (static_cast<const M*>(m)->*Method)(); }, &module});
+  void describes_state_with(const M& module, std::string title) {
+    m_describers.push_back({[](const void* m) { return (static_cast<const M*>(m)->*Method)(); },
+                            &module, std::move(title)});
   }
 
   // ---- hints for idle workers ----
@@ -126,8 +127,8 @@ public:
   /// @brief See transport::set_coalescing.
   void set_coalescing(bool on) { m_net->set_coalescing(on); }
   transport_stats transport_counters() const { return m_net->stats(); }
-  /// @brief What the modules hold open (one line each, e.g. distributed finishes), for a hung
-  /// run: printed on SIGUSR1 (see install_dump_signal).
+  /// @brief What the modules hold open (a titled section each: open distributed finishes,
+  /// suspended whens, ...), for a hung run: printed on SIGUSR1 (see install_dump_signal).
   std::string describe_state() const;
   /// @brief Makes SIGUSR1 print this place's describe_state() at its next poll.
   static void install_dump_signal();
@@ -148,6 +149,7 @@ private:
   struct describer {
     std::string (*fn)(const void*);
     const void* module;
+    std::string title;
   };
 
   void on_message(place_id from, std::span<const std::byte> bytes);
