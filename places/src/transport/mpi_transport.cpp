@@ -25,7 +25,6 @@
 #include "apgas/detail/transport_mpi.hpp"
 
 #include "transport_base.hpp"
-
 #include <mpi.h>
 
 #include <algorithm>
@@ -34,9 +33,9 @@
 #include <chrono>
 #include <climits>
 #include <cstdint>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -127,9 +126,8 @@ mpi_thread_level from_mpi(int level) noexcept {
 
 class mpi_transport final : public transport_base {
 public:
-  mpi_transport(MPI_Comm comm, MPI_Comm big, place_id here, place_id places,
-                const transport_options& options)
-      : transport_base(here, places, options), m_comm(comm), m_big(big) {}
+  mpi_transport(MPI_Comm comm, MPI_Comm big, place_id here, place_id places, const options& opts)
+      : transport_base(here, places, opts), m_comm(comm), m_big(big) {}
   ~mpi_transport() override;
   void barrier() override;
 
@@ -139,7 +137,8 @@ protected:
   void net_complete_sends() override {
     // The idle poll's case inline: the completion code's frame is set up before its first
     // test otherwise (~15 instructions on every round of an idle worker).
-    if (!m_requests.empty()) complete_sends();
+    if (!m_requests.empty())
+      complete_sends();
   }
   void net_receive() override;
   void net_release(received&& message) override;
@@ -210,8 +209,8 @@ void mpi_transport::net_send(place_id to, sealed_buffer&& buffer) {
   isend_locked(to, data, size, in_flight{to, std::move(buffer.bytes)});
 }
 
-mpi_transport::framed_send mpi_transport::net_send_framed(place_id to, std::vector<std::byte>& framed,
-                                                          bool counted) {
+mpi_transport::framed_send
+mpi_transport::net_send_framed(place_id to, std::vector<std::byte>& framed, bool counted) {
   const std::size_t size = framed.size();
   if (size <= k_posted_bytes) {
     MPI_Request request;
@@ -226,17 +225,21 @@ mpi_transport::framed_send mpi_transport::net_send_framed(place_id to, std::vect
     check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
     if (done != 0) {
       count_sent_locked(size);
-      if (counted) m_coalescer.complete(to, size);
-      else count_sent_uncounted_locked();
+      if (counted)
+        m_coalescer.complete(to, size);
+      else
+        count_sent_uncounted_locked();
       return framed_send::done;
     }
-    if (!counted) count_framed_alone(to, size); // only complete_sends, under our lock, completes it
+    if (!counted)
+      count_framed_alone(to, size); // only complete_sends, under our lock, completes it
     count_issue_locked(size);
     m_requests.push_back(request);
     m_in_flight.push_back(in_flight{to, byte_buffer{}, false, std::move(framed)});
     return framed_send::kept;
   }
-  if (!counted) count_framed_alone(to, size);
+  if (!counted)
+    count_framed_alone(to, size);
   const std::byte* data = framed.data(); // a vector's storage stays put when it is moved
   isend_locked(to, data, size, in_flight{to, byte_buffer{}, false, std::move(framed)});
   count_issue_locked(size); // after: only net_complete_sends, under our lock, completes it
@@ -253,7 +256,8 @@ void mpi_transport::complete_sends() {
     return; // 0: none done; MPI_UNDEFINED: no active request
   for (int k = 0; k < count; ++k) {
     in_flight& f = m_in_flight[static_cast<std::size_t>(m_done[static_cast<std::size_t>(k)])];
-    if (f.announcement) continue; // its big message is the one that counts
+    if (f.announcement)
+      continue; // its big message is the one that counts
     if (!f.framed.empty()) {
       const std::size_t bytes = f.framed.size();
       recycle_framed(std::move(f.framed));
@@ -295,14 +299,15 @@ void mpi_transport::post_locked(posted& slot) {
 
 void mpi_transport::net_receive() {
   if (!m_receives_posted) {
-    for (posted& slot : m_posted) post_locked(slot);
+    for (posted& slot : m_posted)
+      post_locked(slot);
     m_receives_posted = true;
   }
   for (; m_unposted > 0; --m_unposted) // oldest first: the ring stays in posting order
     post_locked(m_posted[(m_next + k_posted_receives - m_unposted) % k_posted_receives]);
   for (int i = 0; i < k_max_receives_per_poll; ++i) {
     if (m_unposted == k_posted_receives)
-      return; // all taken in this call: the next one posts them again
+      return;                        // all taken in this call: the next one posts them again
     posted& slot = m_posted[m_next]; // the oldest posted receive: the next message in order
     int flag = 0;
     MPI_Status status;
@@ -351,7 +356,8 @@ void mpi_transport::net_receive() {
 }
 
 void mpi_transport::cancel_posted_locked() noexcept {
-  if (!m_receives_posted) return;
+  if (!m_receives_posted)
+    return;
   for (posted& slot : m_posted) {
     if (slot.request == MPI_REQUEST_NULL)
       continue; // completed, not posted again
@@ -400,8 +406,7 @@ void mpi_transport::receive_and_drop_locked() {
       int flag = 0;
       MPI_Message message;
       MPI_Status status;
-      if (MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, &message, &status) !=
-              MPI_SUCCESS ||
+      if (MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, &message, &status) != MPI_SUCCESS ||
           flag == 0)
         break;
       int count = 0;
@@ -495,7 +500,9 @@ mpi_thread_level mpi_init(int* argc, char*** argv, mpi_thread_level requested) {
   return level;
 }
 
-bool mpi_initialized() noexcept { return mpi_is_initialized() && !mpi_is_finalized(); }
+bool mpi_initialized() noexcept {
+  return mpi_is_initialized() && !mpi_is_finalized();
+}
 
 void mpi_finalize() {
   // acquire: see g_live_transports.
@@ -532,7 +539,7 @@ void install_mpi_error_handler() {
   check(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
 }
 
-std::unique_ptr<transport> make_mpi_transport(const transport_options& options) {
+std::unique_ptr<transport> make_mpi_transport(const options& opts) {
   if (!mpi_is_initialized() || mpi_is_finalized())
     throw std::logic_error("apgas: make_mpi_transport() needs MPI initialised (mpi_init)");
   int provided = MPI_THREAD_SINGLE;
@@ -558,7 +565,7 @@ std::unique_ptr<transport> make_mpi_transport(const transport_options& options) 
     check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
     check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
     return std::make_unique<mpi_transport>(comm, big, static_cast<place_id>(rank),
-                                           static_cast<place_id>(size), options);
+                                           static_cast<place_id>(size), opts);
   } catch (...) {
     g_live_transports.fetch_sub(1, std::memory_order_acq_rel);
     throw;

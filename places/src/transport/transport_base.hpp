@@ -61,7 +61,9 @@ protected:
     origin kind = origin::network;
   };
 
-  transport_base(place_id here, place_id places, const transport_options& options);
+  /// @brief Place `here` of `places`, with opts' coalescing and limits. Throws
+  /// std::invalid_argument unless here < places and opts.max_outstanding_sends >= 1.
+  transport_base(place_id here, place_id places, const options& opts);
   ~transport_base() override = default;
 
   /// @brief Hands one sealed buffer to the network. pre: to != here(); m_net_lock held.
@@ -141,7 +143,8 @@ protected:
 
   const place_id m_here;
   const place_id m_places;
-  const transport_options m_options;
+  const std::size_t m_max_outstanding_bytes; ///< options::max_outstanding_bytes
+  const std::size_t m_max_outstanding_sends; ///< options::max_outstanding_sends
   coalescer m_coalescer;
   spin_lock m_net_lock;
 
@@ -165,7 +168,7 @@ private:
   /// before unlocking m_poll_lock), so a thread reading its own id knows it is nested inside
   /// its own poll; any other value, stale or not, is not its id. Hence relaxed is enough.
   std::atomic<std::thread::id> m_poll_owner{};
-  handler m_handler; ///< set before the first poll, then read by the poll owner only
+  handler m_handler;             ///< set before the first poll, then read by the poll owner only
   batch_end_handler m_batch_end; ///< likewise; may be empty
 
   // Guarded by m_net_lock.
