@@ -1,9 +1,8 @@
 // Start-up and shutdown of a place: MPI (when launched by mpirun), workers, message engine.
 #include "apgas/runtime.hpp"
 
-#include "apgas/detail/transport_single.hpp"
-#include "apgas/detail/transport_mpi.hpp"
-
+#include "transport_mpi.hpp"
+#include "transport_single.hpp"
 #include <fmt/format.h>
 
 #include <cstdio>

@@ -2,8 +2,8 @@
 // without a time limit (no watcher), and a message it sends itself wakes one of them.
 #include <apgas/apgas.hpp>
 #include <apgas/detail/place_engine.hpp>
-#include <apgas/detail/transport_single.hpp>
 
+#include "transport_single.hpp"
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -1,10 +1,10 @@
 // Unit tests of the transport layer on the in-process fake network (no MPI): coalescing,
 // flush interval, merged messages, ordering, exactly-once delivery under reordering, back-pressure,
 // loopback, corrupt frames, re-entrant handlers, barrier and quiescence.
-#include "apgas/detail/coalescer.hpp"
 #include "apgas/detail/transport.hpp"
-#include "apgas/detail/transport_fake.hpp"
 
+#include "coalescer.hpp"
+#include "transport_fake.hpp"
 #include <gtest/gtest.h>
 
 #include <array>

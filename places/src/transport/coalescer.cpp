@@ -1,5 +1,5 @@
 // Per-destination coalescing (see coalescer.hpp for the design).
-#include "apgas/detail/coalescer.hpp"
+#include "coalescer.hpp"
 
 #include <algorithm>
 #include <stdexcept>

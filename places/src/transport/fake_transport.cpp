@@ -1,7 +1,6 @@
 // The in-process fake network (see transport_fake.hpp).
-#include "apgas/detail/transport_fake.hpp"
-
 #include "transport_base.hpp"
+#include "transport_fake.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -22,9 +22,8 @@
 // instructions of MPI, on the path of every `at` round trip otherwise), and reposting in
 // completion order keeps the posting order a ring. The coalescer keeps logical messages
 // in order inside and across network messages.
-#include "apgas/detail/transport_mpi.hpp"
-
 #include "transport_base.hpp"
+#include "transport_mpi.hpp"
 #include <mpi.h>
 
 #include <algorithm>

@@ -19,9 +19,10 @@
 // atomic read-modify-writes there, a tenth of the poll that decides how soon a message is seen.
 #pragma once
 
-#include "apgas/detail/coalescer.hpp"
 #include "apgas/detail/spin_lock.hpp"
 #include "apgas/detail/transport.hpp"
+
+#include "coalescer.hpp"
 
 #include <atomic>
 #include <cstddef>

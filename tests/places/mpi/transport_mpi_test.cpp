@@ -12,8 +12,8 @@
 // (barrier() keeps delivering), so one handler serves all phases, dispatching on a header field.
 // Prints one summary line per rank.
 #include "apgas/detail/transport.hpp"
-#include "apgas/detail/transport_mpi.hpp"
 
+#include "transport_mpi.hpp"
 #include <unistd.h>
 
 #include <algorithm>

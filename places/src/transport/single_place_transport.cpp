@@ -1,7 +1,7 @@
 // The transport of a program started without mpirun: one place, loopback only, on the
 // in-process network (so that even a single place exercises the same message paths).
-#include "apgas/detail/transport_fake.hpp"
-#include "apgas/detail/transport_single.hpp"
+#include "transport_fake.hpp"
+#include "transport_single.hpp"
 
 namespace apgas::detail {
 
