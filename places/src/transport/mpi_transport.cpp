@@ -1,5 +1,5 @@
-// The transport over MPI, and the process-level MPI calls (see transport_mpi.hpp). The only
-// file of the project that includes mpi.h.
+// The transport over MPI (see transport_mpi.hpp; MPI's start and end are in mpi_process.cpp).
+// With mpi_process.cpp, the only code of the project that includes mpi.h (via mpi_common.hpp).
 //
 // Every MPI call is made under m_net_lock (or, for process-level calls, before/after any
 // transport exists), so MPI_THREAD_SERIALIZED is enough. Sends: one MPI_Isend per sealed
@@ -22,9 +22,9 @@
 // instructions of MPI, on the path of every `at` round trip otherwise), and reposting in
 // completion order keeps the posting order a ring. The coalescer keeps logical messages
 // in order inside and across network messages.
+#include "mpi_common.hpp"
 #include "transport_base.hpp"
 #include "transport_mpi.hpp"
-#include <mpi.h>
 
 #include <algorithm>
 #include <array>
@@ -67,61 +67,6 @@ constexpr std::chrono::seconds k_shutdown_wait{10};
 /// Live MPI transports (at most one). Changed by construction/destruction only; acq_rel so that
 /// mpi_finalize() seeing 0 also sees the destructor's MPI calls finished.
 std::atomic<int> g_live_transports{0};
-
-std::string error_text(int code) {
-  std::array<char, MPI_MAX_ERROR_STRING> text{};
-  int length = 0;
-  if (MPI_Error_string(code, text.data(), &length) != MPI_SUCCESS)
-    return "MPI error code " + std::to_string(code);
-  return {text.data(), static_cast<std::size_t>(length)};
-}
-
-[[noreturn, gnu::cold, gnu::noinline]] void throw_failed(int rc, const char* what) {
-  throw transport_error(std::string("apgas transport: ") + what + " failed: " + error_text(rc));
-}
-
-/// Inline, its error path out of line: it wraps every MPI call, three or four on an `at`'s path
-/// at each end, and an idle poll's MPI_Test.
-inline void check(int rc, const char* what) {
-  if (rc != MPI_SUCCESS) [[unlikely]]
-    throw_failed(rc, what);
-}
-
-bool mpi_is_initialized() noexcept {
-  int flag = 0;
-  MPI_Initialized(&flag);
-  return flag != 0;
-}
-
-bool mpi_is_finalized() noexcept {
-  int flag = 0;
-  MPI_Finalized(&flag);
-  return flag != 0;
-}
-
-int to_mpi(mpi_thread_level level) noexcept {
-  switch (level) {
-  case mpi_thread_level::single:
-    return MPI_THREAD_SINGLE;
-  case mpi_thread_level::funneled:
-    return MPI_THREAD_FUNNELED;
-  case mpi_thread_level::serialized:
-    return MPI_THREAD_SERIALIZED;
-  case mpi_thread_level::multiple:
-    return MPI_THREAD_MULTIPLE;
-  }
-  return MPI_THREAD_SERIALIZED;
-}
-
-mpi_thread_level from_mpi(int level) noexcept {
-  if (level >= MPI_THREAD_MULTIPLE)
-    return mpi_thread_level::multiple;
-  if (level >= MPI_THREAD_SERIALIZED)
-    return mpi_thread_level::serialized;
-  if (level >= MPI_THREAD_FUNNELED)
-    return mpi_thread_level::funneled;
-  return mpi_thread_level::single;
-}
 
 class mpi_transport final : public transport_base {
 public:
@@ -187,17 +132,17 @@ void mpi_transport::isend_locked(place_id to, const std::byte* data, std::size_t
     const auto size64 = static_cast<std::uint64_t>(size);
     announcement.append(&size64, sizeof size64);
     MPI_Request request;
-    check(MPI_Isend(announcement.data(), sizeof size64, MPI_BYTE, static_cast<int>(to),
-                    k_tag_announce, m_comm, &request),
-          "MPI_Isend");
+    mpi_check(MPI_Isend(announcement.data(), sizeof size64, MPI_BYTE, static_cast<int>(to),
+                        k_tag_announce, m_comm, &request),
+              "MPI_Isend");
     m_requests.push_back(request);
     m_in_flight.push_back(in_flight{to, std::move(announcement), true});
     comm = m_big;
   }
   MPI_Request request;
-  check(MPI_Isend(data, static_cast<int>(size), MPI_BYTE, static_cast<int>(to), k_tag, comm,
-                  &request),
-        "MPI_Isend");
+  mpi_check(MPI_Isend(data, static_cast<int>(size), MPI_BYTE, static_cast<int>(to), k_tag, comm,
+                      &request),
+            "MPI_Isend");
   m_requests.push_back(request);
   m_in_flight.push_back(std::move(record));
 }
@@ -213,15 +158,15 @@ mpi_transport::net_send_framed(place_id to, std::vector<std::byte>& framed, bool
   const std::size_t size = framed.size();
   if (size <= k_posted_bytes) {
     MPI_Request request;
-    check(MPI_Isend(framed.data(), static_cast<int>(size), MPI_BYTE, static_cast<int>(to), k_tag,
-                    m_comm, &request),
-          "MPI_Isend");
+    mpi_check(MPI_Isend(framed.data(), static_cast<int>(size), MPI_BYTE, static_cast<int>(to),
+                        k_tag, m_comm, &request),
+              "MPI_Isend");
     // A small message usually leaves at once (Open MPI's eager "send inline" returns a request
     // that is already complete): then it needs no record, no buffer of its own, and no
     // completion test at a later poll. A test of a complete request makes no MPI progress
     // (one of an incomplete one makes a round, which is rare here: a full shared-memory queue).
     int done = 0;
-    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    mpi_check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
     if (done != 0) {
       count_sent_locked(size);
       if (counted)
@@ -248,9 +193,9 @@ mpi_transport::net_send_framed(place_id to, std::vector<std::byte>& framed, bool
 void mpi_transport::complete_sends() {
   m_done.resize(m_requests.size());
   int count = 0;
-  check(MPI_Testsome(static_cast<int>(m_requests.size()), m_requests.data(), &count, m_done.data(),
-                     MPI_STATUSES_IGNORE),
-        "MPI_Testsome");
+  mpi_check(MPI_Testsome(static_cast<int>(m_requests.size()), m_requests.data(), &count,
+                         m_done.data(), MPI_STATUSES_IGNORE),
+            "MPI_Testsome");
   if (count <= 0)
     return; // 0: none done; MPI_UNDEFINED: no active request
   for (int k = 0; k < count; ++k) {
@@ -291,9 +236,9 @@ void mpi_transport::post_locked(posted& slot) {
     slot.bytes.reserve(k_posted_bytes);
   }
   slot.bytes.resize_for_overwrite(k_posted_bytes);
-  check(MPI_Irecv(slot.bytes.data(), static_cast<int>(k_posted_bytes), MPI_BYTE, MPI_ANY_SOURCE,
-                  MPI_ANY_TAG, m_comm, &slot.request),
-        "MPI_Irecv");
+  mpi_check(MPI_Irecv(slot.bytes.data(), static_cast<int>(k_posted_bytes), MPI_BYTE, MPI_ANY_SOURCE,
+                      MPI_ANY_TAG, m_comm, &slot.request),
+            "MPI_Irecv");
 }
 
 void mpi_transport::net_receive() {
@@ -310,12 +255,12 @@ void mpi_transport::net_receive() {
     posted& slot = m_posted[m_next]; // the oldest posted receive: the next message in order
     int flag = 0;
     MPI_Status status;
-    check(MPI_Test(&slot.request, &flag, &status), "MPI_Test");
+    mpi_check(MPI_Test(&slot.request, &flag, &status), "MPI_Test");
     if (flag == 0)
       return;
     const auto from = static_cast<place_id>(status.MPI_SOURCE);
     int count = 0;
-    check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
+    mpi_check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
     if (count == MPI_UNDEFINED || count < 0)
       throw transport_error("apgas transport: MPI_Get_count gave no byte count");
     if (status.MPI_TAG == k_tag_announce) {
@@ -339,10 +284,11 @@ void mpi_transport::net_receive() {
       // yield_when_idle under --oversubscribe).
       MPI_Message message;
       for (int found = 0; found == 0;)
-        check(MPI_Improbe(status.MPI_SOURCE, k_tag, m_big, &found, &message, MPI_STATUS_IGNORE),
-              "MPI_Improbe");
-      check(MPI_Mrecv(big.data(), static_cast<int>(size), MPI_BYTE, &message, MPI_STATUS_IGNORE),
-            "MPI_Mrecv");
+        mpi_check(MPI_Improbe(status.MPI_SOURCE, k_tag, m_big, &found, &message, MPI_STATUS_IGNORE),
+                  "MPI_Improbe");
+      mpi_check(
+          MPI_Mrecv(big.data(), static_cast<int>(size), MPI_BYTE, &message, MPI_STATUS_IGNORE),
+          "MPI_Mrecv");
       accept(received{from, std::move(big), origin::network});
     } else {
       byte_buffer bytes = std::move(slot.bytes); // the slot gets one from the pool when posted
@@ -383,14 +329,14 @@ void mpi_transport::barrier() {
   MPI_Request request;
   {
     std::lock_guard net(m_net_lock);
-    check(MPI_Ibarrier(m_comm, &request), "MPI_Ibarrier");
+    mpi_check(MPI_Ibarrier(m_comm, &request), "MPI_Ibarrier");
   }
   for (;;) {
     const std::size_t delivered = poll(); // messages in flight still reach their handler
     int done = 0;
     {
       std::lock_guard net(m_net_lock);
-      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      mpi_check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
     }
     if (done != 0)
       return;
@@ -462,87 +408,16 @@ mpi_transport::~mpi_transport() {
 
 } // namespace
 
-// ---- process-level MPI ----------------------------------------------------------------------
-
-const char* to_string(mpi_thread_level level) noexcept {
-  switch (level) {
-  case mpi_thread_level::single:
-    return "MPI_THREAD_SINGLE";
-  case mpi_thread_level::funneled:
-    return "MPI_THREAD_FUNNELED";
-  case mpi_thread_level::serialized:
-    return "MPI_THREAD_SERIALIZED";
-  case mpi_thread_level::multiple:
-    return "MPI_THREAD_MULTIPLE";
-  }
-  return "MPI_THREAD_(unknown)";
-}
-
-mpi_thread_level mpi_init(int* argc, char*** argv, mpi_thread_level requested) {
-  int provided = MPI_THREAD_SINGLE;
-  if (mpi_is_finalized())
-    throw std::runtime_error("apgas: MPI was already finalized; it cannot be initialised again");
-  if (mpi_is_initialized()) {
-    check(MPI_Query_thread(&provided), "MPI_Query_thread");
-  } else {
-    const int rc = MPI_Init_thread(argc, argv, to_mpi(requested), &provided);
-    if (rc != MPI_SUCCESS)
-      throw std::runtime_error("apgas: MPI_Init_thread failed: " + error_text(rc));
-  }
-  const mpi_thread_level level = from_mpi(provided);
-  if (level < mpi_thread_level::serialized)
-    throw std::runtime_error(
-        std::string("apgas: MPI provides only ") + to_string(level) +
-        ", but the runtime needs at least MPI_THREAD_SERIALIZED (any one worker at a time "
-        "talks to MPI, not always the same one). Use an MPI library built with thread support "
-        "(Open MPI >= 3 and MPICH provide it by default).");
-  return level;
-}
-
-bool mpi_initialized() noexcept {
-  return mpi_is_initialized() && !mpi_is_finalized();
-}
-
-void mpi_finalize() {
+bool mpi_transport_exists() noexcept {
   // acquire: see g_live_transports.
-  if (g_live_transports.load(std::memory_order_acquire) != 0)
-    throw std::logic_error("apgas: mpi_finalize() while an MPI transport still exists");
-  if (!mpi_is_initialized() || mpi_is_finalized())
-    return;
-  const int rc = MPI_Finalize();
-  if (rc != MPI_SUCCESS)
-    throw std::runtime_error("apgas: MPI_Finalize failed: " + error_text(rc));
-}
-
-void mpi_abort(int code) noexcept {
-  if (mpi_is_initialized() && !mpi_is_finalized())
-    MPI_Abort(MPI_COMM_WORLD, code);
-  std::fflush(nullptr);
-  std::_Exit(code); // not initialised (or MPI_Abort returned): still end this process
-}
-
-bool mpi_launched() noexcept {
-  // Open MPI, MPICH/Hydra and Intel MPI (PMI), PMIx launchers (Open MPI 5, srun --mpi=pmix),
-  // Slurm's srun with PMI-1/2.
-  static constexpr std::array<const char*, 5> k_variables = {
-      "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK", "MPI_LOCALNRANKS",
-  };
-  return std::any_of(k_variables.begin(), k_variables.end(),
-                     [](const char* name) { return std::getenv(name) != nullptr; });
-}
-
-void install_mpi_error_handler() {
-  if (!mpi_is_initialized() || mpi_is_finalized())
-    throw std::logic_error("apgas: install_mpi_error_handler() needs MPI initialised");
-  check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-  check(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  return g_live_transports.load(std::memory_order_acquire) != 0;
 }
 
 std::unique_ptr<transport> make_mpi_transport(const options& opts) {
   if (!mpi_is_initialized() || mpi_is_finalized())
     throw std::logic_error("apgas: make_mpi_transport() needs MPI initialised (mpi_init)");
   int provided = MPI_THREAD_SINGLE;
-  check(MPI_Query_thread(&provided), "MPI_Query_thread");
+  mpi_check(MPI_Query_thread(&provided), "MPI_Query_thread");
   if (provided < MPI_THREAD_SERIALIZED)
     throw std::runtime_error(std::string("apgas: MPI was initialised with ") +
                              to_string(from_mpi(provided)) +
@@ -554,15 +429,15 @@ std::unique_ptr<transport> make_mpi_transport(const options& opts) {
   try {
     MPI_Comm comm = MPI_COMM_NULL;
     MPI_Comm big = MPI_COMM_NULL;
-    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
-    check(MPI_Comm_dup(MPI_COMM_WORLD, &big), "MPI_Comm_dup");
-    // Errors on our communicators come back as codes, which check() turns into exceptions.
-    check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-    check(MPI_Comm_set_errhandler(big, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
+    mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &big), "MPI_Comm_dup");
+    // Errors on our communicators come back as codes, which mpi_check() turns into exceptions.
+    mpi_check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    mpi_check(MPI_Comm_set_errhandler(big, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     int rank = 0;
     int size = 0;
-    check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-    check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+    mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+    mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
     return std::make_unique<mpi_transport>(comm, big, static_cast<place_id>(rank),
                                            static_cast<place_id>(size), opts);
   } catch (...) {
