@@ -133,7 +133,7 @@ public:
   /// least `min_element_bytes` (taken as 1 if 0). @throws serialization_error if the rest of
   /// the input cannot hold that many elements.
   /// Inlined, with the message's text built out of line: the element size is then a constant
-  /// and the check a multiply (a call and a division cost ~35 instructions per vector read).
+  /// and the check a multiply, not a call and a division on every vector read.
   [[gnu::always_inline]] std::size_t read_length(std::size_t min_element_bytes = 1) {
     std::uint64_t count = 0;
     read_bytes(&count, sizeof count);

@@ -7,19 +7,19 @@
 // At most max_outstanding_sends requests are alive (transport_base defers the rest): Testsome
 // scans them all on every call but completes only a few, so their number must stay small.
 // Receives: a few receives of k_posted_bytes each stay posted (MPI_ANY_SOURCE), so that a
-// message lands in its buffer as it arrives (MPI_Improbe + MPI_Mrecv, the first design, took
-// it from MPI's unexpected queue: ~0.2 us more per `at` round trip). A network message bigger
-// than that (a huge logical message) is announced on the same stream by a small message with
-// its size, and follows on a second communicator, received as soon as the announcement is:
-// MPI_Recv on that source, where it is already on its way.
+// message lands in its buffer as it arrives instead of in MPI's unexpected queue, from which a
+// probe and a matched receive would copy it later. A network message bigger than that (a huge
+// logical message) is announced on the same stream by a small message with its size, and
+// follows on a second communicator, received from that source as soon as the announcement
+// is (it is already on its way).
 //
 // Order: two private communicators (dups of MPI_COMM_WORLD). On the first, every small
 // message and announcement; MPI matches posted receives in the order they were posted, and
 // its non-overtaking rule keeps each source's messages in order, so completing the posted
 // receives in posting order (a ring) gives per-source FIFO order of network messages. The big
 // message takes its announcement's place in that order. A receive that completed is posted
-// again at the next poll, not at once: the message is delivered first (reposting costs ~400
-// instructions of MPI, on the path of every `at` round trip otherwise), and reposting in
+// again at the next poll, not at once: the message is delivered first (reposting is a call
+// into MPI that would otherwise lie on the path of every `at` round trip), and reposting in
 // completion order keeps the posting order a ring. The coalescer keeps logical messages
 // in order inside and across network messages.
 #include "mpi_common.hpp"
@@ -79,8 +79,8 @@ protected:
   void net_send(place_id to, sealed_buffer&& buffer) override;
   framed_send net_send_framed(place_id to, std::vector<std::byte>& framed, bool counted) override;
   void net_complete_sends() override {
-    // The idle poll's case inline: the completion code's frame is set up before its first
-    // test otherwise (~15 instructions on every round of an idle worker).
+    // The idle poll's case inline: otherwise every round of an idle worker would set up the
+    // completion code's frame before its first test.
     if (!m_requests.empty())
       complete_sends();
   }
@@ -279,9 +279,8 @@ void mpi_transport::net_receive() {
       }
       big.resize_for_overwrite(static_cast<std::size_t>(size));
       // Sent right after its announcement: it is on its way. Probed until it is here, then
-      // received, as the first design received every message: a blocking MPI_Recv would wait
-      // inside MPI, which may yield the core when ranks share cores (Open MPI's
-      // yield_when_idle under --oversubscribe).
+      // received: a blocking MPI_Recv would wait inside MPI, which may yield the core when
+      // ranks share cores (Open MPI's yield_when_idle under --oversubscribe).
       MPI_Message message;
       for (int found = 0; found == 0;)
         mpi_check(MPI_Improbe(status.MPI_SOURCE, k_tag, m_big, &found, &message, MPI_STATUS_IGNORE),

@@ -380,8 +380,8 @@ std::size_t transport_base::poll() {
     ~clear_owner() { owner.store(std::thread::id{}, std::memory_order_relaxed); }
   } guard{m_poll_owner};
   progress(coalescer::seal_mode::due, true);
-  // The idle poll's test here, not in deliver(): its frame (the end-of-batch guard) is set up
-  // before any of its code runs, ~20 instructions on every round of an idle worker.
+  // The idle poll's test here, not in deliver(): deliver()'s frame (the end-of-batch guard) is
+  // set up before any of its code runs, which every round of an idle worker would pay.
   if (!m_has_current && m_pending_head == m_pending.size())
     return 0;
   return deliver();

@@ -3,11 +3,11 @@
 // supplies only the network: how a sealed buffer leaves, how sends complete, how network
 // messages arrive (fake_transport.cpp, mpi_transport.cpp). Internal to places/src/transport.
 //
-// Two limits bound what a place has outstanding: max_outstanding_bytes per destination (memory)
-// and max_outstanding_sends network messages per transport (MPI requests, whose completion
-// cost grows with their number). The second is enforced where buffers meet the network:
-// drain_locked() hands at most that many to net_send() at a time and queues the rest, in order,
-// in m_deferred until sends complete (network_done()). send() applies back-pressure on both.
+// Two limits bound what a place has outstanding (both apgas::options): max_outstanding_bytes per
+// destination (memory) and max_outstanding_sends network messages per transport (MPI requests,
+// whose completion cost grows with their number). The second is enforced where buffers meet the
+// network: drain_locked() hands at most that many to net_send() at a time and queues the rest, in
+// order, in m_deferred until sends complete (network_done()). send() applies back-pressure on both.
 //
 // Locks, in the order they may be taken:
 //   m_poll_lock  one poller at a time (try-lock); it owns m_pending and the delivery cursor.
@@ -15,8 +15,9 @@
 //                for short network operations, never while a handler runs.
 //   coalescer slot locks, then its active-list lock.
 // The first two are spin locks (which yield the core after a short spin): an idle worker takes
-// both on every poll, and a pthread mutex's lock and unlock cost ~100 instructions and two
-// atomic read-modify-writes there, a tenth of the poll that decides how soon a message is seen.
+// both on every poll, whose length decides how soon a message is seen, and a spin lock inlines
+// to one atomic RMW and one store where a pthread mutex's lock and unlock are out-of-line
+// library calls with two atomic RMWs.
 #pragma once
 
 #include "apgas/detail/spin_lock.hpp"
