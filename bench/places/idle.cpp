@@ -10,9 +10,7 @@
 // Started without mpirun the program is one place, with no peer: the place measures itself
 // while its main activity sleeps (its other workers idle).
 #include "common.hpp"
-
-#include <apgas/detail/transport_mpi.hpp>
-
+#include "transport_mpi.hpp"
 #include <sys/resource.h>
 
 namespace {

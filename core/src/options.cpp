@@ -1,4 +1,4 @@
-// The options table: every runtime knob, its flag, its APGAS_* variable and its parser.
+// The options table: the parser and the help line of every option, made from APGAS_OPTIONS.
 #include "apgas/options.hpp"
 
 #include "apgas/exceptions.hpp"
@@ -8,8 +8,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <span>
+#include <type_traits>
 
 namespace apgas {
 
@@ -19,26 +18,54 @@ std::string_view to_string(policy p) noexcept {
 
 namespace {
 
-unsigned parse_unsigned(std::string_view what, std::string_view text, unsigned lo, unsigned hi) {
-  unsigned v = 0;
+template <class T> T parse_number(std::string_view what, std::string_view text, T low, T high) {
+  static_assert(std::is_unsigned_v<T>, "apgas: an option is a yes/no, a policy or a count");
+  T v = 0;
   const auto* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  if (ec != std::errc{} || ptr != end || v < lo || v > hi)
-    throw usage_error(fmt::format("{}: expected a whole number from {} to {}, got '{}'", what, lo,
-                                  hi, text));
+  if (ec != std::errc{} || ptr != end || v < low || v > high)
+    throw usage_error(
+        fmt::format("{}: expected a whole number from {} to {}, got '{}'", what, low, high, text));
   return v;
 }
 
 bool parse_bool(std::string_view what, std::string_view text) {
-  if (text == "1" || text == "yes" || text == "true" || text == "on") return true;
-  if (text == "0" || text == "no" || text == "false" || text == "off") return false;
+  if (text == "1" || text == "yes" || text == "true" || text == "on")
+    return true;
+  if (text == "0" || text == "no" || text == "false" || text == "off")
+    return false;
   throw usage_error(fmt::format("{}: expected yes or no, got '{}'", what, text));
 }
 
 policy parse_policy(std::string_view what, std::string_view text) {
-  if (text == "work-first" || text == "wf" || text == "work_first") return policy::work_first;
-  if (text == "help-first" || text == "hf" || text == "help_first") return policy::help_first;
+  if (text == "work-first" || text == "wf" || text == "work_first")
+    return policy::work_first;
+  if (text == "help-first" || text == "hf" || text == "help_first")
+    return policy::help_first;
   throw usage_error(fmt::format("{}: expected work-first or help-first, got '{}'", what, text));
+}
+
+/// The value of option `what` given as `text`; a yes/no or a policy has no other values than
+/// its range's, so only numbers are checked against low and high.
+template <class T>
+T parse_value(std::string_view what, std::string_view text, [[maybe_unused]] T low,
+              [[maybe_unused]] T high) {
+  if constexpr (std::is_same_v<T, bool>)
+    return parse_bool(what, text);
+  else if constexpr (std::is_same_v<T, policy>)
+    return parse_policy(what, text);
+  else
+    return parse_number(what, text, low, high);
+}
+
+/// A default as help_text() shows it (see APGAS_OPTIONS for `auto`).
+template <class T> std::string show_value(T value, [[maybe_unused]] T low) {
+  if constexpr (std::is_same_v<T, bool>)
+    return value ? "yes" : "no";
+  else if constexpr (std::is_same_v<T, policy>)
+    return std::string(to_string(value));
+  else
+    return value < low ? std::string("auto") : std::to_string(value);
 }
 
 struct knob {
@@ -46,75 +73,27 @@ struct knob {
   const char* variable;   // "APGAS_THREADS"
   const char* value_hint; // "N", or nullptr for a switch that takes no value on the command line
   const char* help;
-  std::function<void(options&, std::string_view what, std::string_view value)> set;
-  std::function<std::string(const options&)> show;
+  void (*set)(options& o, std::string_view what, std::string_view value);
+  std::string (*show)(const options& o);
 };
 
-const std::span<const knob> knobs() {
-  static const knob table[] = {
-      {"--threads", "APGAS_THREADS", "N", "worker threads per place (default: PUs of the cpuset)",
-       [](options& o, std::string_view w, std::string_view v) {
-         o.threads = parse_unsigned(w, v, 1, 4096);
-       },
-       [](const options& o) { return o.threads == 0 ? std::string("auto") : std::to_string(o.threads); }},
-      {"--policy", "APGAS_POLICY", "work-first|help-first", "default scheduling policy of finishes",
-       [](options& o, std::string_view w, std::string_view v) { o.default_policy = parse_policy(w, v); },
-       [](const options& o) { return std::string(to_string(o.default_policy)); }},
-      {"--stats", "APGAS_STATS", nullptr, "print per-worker statistics at exit",
-       [](options& o, std::string_view w, std::string_view v) { o.stats = parse_bool(w, v); },
-       [](const options& o) { return std::string(o.stats ? "yes" : "no"); }},
-      {"--pin", "APGAS_PIN", "yes|no", "bind each worker to one PU of the process cpuset",
-       [](options& o, std::string_view w, std::string_view v) { o.pin_workers = parse_bool(w, v); },
-       [](const options& o) { return std::string(o.pin_workers ? "yes" : "no"); }},
-      {"--spin-us", "APGAS_SPIN_US", "N",
-       "microseconds an idle worker keeps looking for work (and messages) before it parks",
-       [](options& o, std::string_view w, std::string_view v) {
-         o.spin_us = parse_unsigned(w, v, 0, 1000000);
-       },
-       [](const options& o) { return std::to_string(o.spin_us); }},
-      {"--progress-ms", "APGAS_PROGRESS_MS", "N",
-       "print a progress line (tasks, steals, messages) to stderr every N ms; 0: never",
-       [](options& o, std::string_view w, std::string_view v) {
-         o.progress_ms = parse_unsigned(w, v, 0, 86400000);
-       },
-       [](const options& o) { return std::to_string(o.progress_ms); }},
-      {"--coalesce-bytes", "APGAS_COALESCE_BYTES", "N",
-       "coalescing buffer per destination place, in bytes",
-       [](options& o, std::string_view w, std::string_view v) {
-         o.coalesce_bytes = parse_unsigned(w, v, 64, 1U << 30);
-       },
-       [](const options& o) { return std::to_string(o.coalesce_bytes); }},
-      {"--coalesce-memory-mib", "APGAS_COALESCE_MEMORY_MIB", "N",
-       "coalescing buffers of a place, all destinations together, in MiB: at many places the "
-       "buffer per destination shrinks to fit (not below 1 KiB)",
-       [](options& o, std::string_view w, std::string_view v) {
-         o.coalesce_memory_mib = parse_unsigned(w, v, 1, 1U << 20);
-       },
-       [](const options& o) { return std::to_string(o.coalesce_memory_mib); }},
-      {"--flush-us", "APGAS_FLUSH_US", "N",
-       "a buffered message leaves after at most N microseconds",
-       [](options& o, std::string_view w, std::string_view v) {
-         o.flush_us = parse_unsigned(w, v, 1, 10000000);
-       },
-       [](const options& o) { return std::to_string(o.flush_us); }},
-      {"--report-delay-us", "APGAS_REPORT_DELAY_US", "N",
-       "longest a place holds a finish's report its home did not ask for (0: none held)",
-       [](options& o, std::string_view w, std::string_view v) {
-         o.report_delay_us = parse_unsigned(w, v, 0, 10000000);
-       },
-       [](const options& o) { return std::to_string(o.report_delay_us); }},
-      {"--coalesce", "APGAS_COALESCE", "yes|no",
-       "gather small messages to one place into one MPI message",
-       [](options& o, std::string_view w, std::string_view v) { o.coalesce = parse_bool(w, v); },
-       [](const options& o) { return std::string(o.coalesce ? "yes" : "no"); }},
-  };
-  return table;
-}
+#define APGAS_KNOB(type, member, default_value, low, high, flag, variable, hint, help)             \
+  knob{flag,                                                                                       \
+       variable,                                                                                   \
+       hint,                                                                                       \
+       help,                                                                                       \
+       [](options& o, std::string_view what, std::string_view value) {                             \
+         o.member = parse_value<type>(what, value, low, high);                                     \
+       },                                                                                          \
+       [](const options& o) { return show_value<type>(o.member, low); }},
+constexpr knob k_knobs[] = {APGAS_OPTIONS(APGAS_KNOB)};
+#undef APGAS_KNOB
 
 void apply_env(options& o) {
-  for (const knob& k : knobs()) {
+  for (const knob& k : k_knobs) {
     const char* v = std::getenv(k.variable);
-    if (v != nullptr && *v != '\0') k.set(o, k.variable, v);
+    if (v != nullptr && *v != '\0')
+      k.set(o, k.variable, v);
   }
 }
 
@@ -132,15 +111,17 @@ options options::from_env_and_args(int& argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "--") { // everything after belongs to the program
-      for (; i < argc; ++i) argv[out++] = argv[i];
+      for (; i < argc; ++i)
+        argv[out++] = argv[i];
       break;
     }
     const knob* match = nullptr;
     std::string_view value;
     bool has_inline_value = false;
-    for (const knob& k : knobs()) {
+    for (const knob& k : k_knobs) {
       const std::size_t n = std::strlen(k.flag);
-      if (arg.substr(0, n) != k.flag) continue;
+      if (arg.substr(0, n) != k.flag)
+        continue;
       if (arg.size() == n) {
         match = &k;
       } else if (arg[n] == '=') {
@@ -148,7 +129,8 @@ options options::from_env_and_args(int& argc, char** argv) {
         value = arg.substr(n + 1);
         has_inline_value = true;
       }
-      if (match != nullptr) break;
+      if (match != nullptr)
+        break;
     }
     if (match == nullptr) {
       argv[out++] = argv[i];
@@ -173,10 +155,12 @@ options options::from_env_and_args(int& argc, char** argv) {
 std::string options::help_text() {
   std::string s = "Runtime options (flag, or environment variable):\n";
   const options defaults;
-  for (const knob& k : knobs()) {
+  for (const knob& k : k_knobs) {
     std::string flag = k.flag;
-    if (k.value_hint != nullptr) flag += fmt::format(" {}", k.value_hint);
-    s += fmt::format("  {:<34} {:<15} {} [default: {}]\n", flag, k.variable, k.help, k.show(defaults));
+    if (k.value_hint != nullptr)
+      flag += fmt::format(" {}", k.value_hint);
+    s += fmt::format("  {:<34} {:<15} {} [default: {}]\n", flag, k.variable, k.help,
+                     k.show(defaults));
   }
   return s;
 }

@@ -4,11 +4,11 @@
 
 #include "apgas/detail/place_engine.hpp"
 #include "apgas/detail/place_modules.hpp"
-#include "apgas/detail/transport_mpi.hpp"
-#include "apgas/detail/transport_single.hpp"
 #include "apgas/message_counts.hpp"
 
 #include "run_protocol.hpp"
+#include "transport_mpi.hpp"
+#include "transport_single.hpp"
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -28,17 +28,6 @@ struct runtime::mpi_session {
   bool m_owned;
 };
 
-namespace {
-detail::transport_options transport_options_from(const options& o) {
-  detail::transport_options t;
-  t.buffer_bytes = o.coalesce_bytes;
-  t.memory_bytes = o.coalesce_memory_mib << 20;
-  t.flush_interval = std::chrono::microseconds(o.flush_us);
-  t.coalesce = o.coalesce;
-  return t;
-}
-} // namespace
-
 runtime::runtime(int& argc, char** argv) {
   const options o = options::from_env_and_args(argc, argv);
   start(o, &argc, &argv);
@@ -50,9 +39,9 @@ void runtime::start(const options& opts, int* argc, char*** argv) {
   std::unique_ptr<detail::transport> net;
   if (detail::mpi_launched()) {
     m_mpi = std::make_unique<mpi_session>(argc, argv);
-    net = detail::make_mpi_transport(transport_options_from(opts));
+    net = detail::make_mpi_transport(opts);
   } else {
-    net = detail::make_single_place_transport(transport_options_from(opts));
+    net = detail::make_single_place_transport(opts);
   }
   m_local = std::make_unique<local_runtime>(opts);
   m_engine = std::make_unique<detail::place_engine>(m_local->sched(), std::move(net));

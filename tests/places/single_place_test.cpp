@@ -3,8 +3,8 @@
 #include <apgas/apgas.hpp>
 #include <apgas/detail/place_engine.hpp>
 #include <apgas/detail/place_modules.hpp>
-#include <apgas/detail/transport_single.hpp>
 
+#include "transport_single.hpp"
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -1,10 +1,10 @@
 // Unit tests of the transport layer on the in-process fake network (no MPI): coalescing,
-// flush_interval, merged messages, ordering, exactly-once delivery under reordering, back-pressure, loopback,
-// corrupt frames, re-entrant handlers, barrier and quiescence.
-#include "apgas/detail/coalescer.hpp"
+// flush interval, merged messages, ordering, exactly-once delivery under reordering, back-pressure,
+// loopback, corrupt frames, re-entrant handlers, barrier and quiescence.
 #include "apgas/detail/transport.hpp"
-#include "apgas/detail/transport_fake.hpp"
 
+#include "coalescer.hpp"
+#include "transport_fake.hpp"
 #include <gtest/gtest.h>
 
 #include <array>
@@ -51,6 +51,11 @@ using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
 constexpr auto k_deadline = 30s; // generous: only a hang should ever reach it
+
+/// options::flush_us for a flush interval of `interval`.
+unsigned flush_us(std::chrono::microseconds interval) {
+  return static_cast<unsigned>(interval.count());
+}
 
 /// The payload of most tests: who sent it, from which thread, its sequence number.
 struct record {
@@ -132,9 +137,9 @@ TEST(TransportFake, CoalescesSmallMessages) {
 }
 
 TEST(TransportFake, FullBuffersLeaveWithoutFlush) {
-  transport_options options;
-  options.buffer_bytes = 1024;
-  options.flush_interval = 1h; // only fullness may send
+  apgas::options options;
+  options.coalesce_bytes = 1024;
+  options.flush_us = flush_us(1h); // only fullness may send
   fake_network net(2, options);
   ignore_all(net.endpoint(0));
   std::uint64_t got = 0;
@@ -159,22 +164,23 @@ TEST(TransportFake, FullBuffersLeaveWithoutFlush) {
 
 TEST(TransportFake, BuffersShrinkToFitTheMemoryBudgetAtManyPlaces) {
   // Each destination may hold 1 + k_pool_per_destination buffers: 5 per place.
-  transport_options o;
-  EXPECT_EQ(coalescer::fitted_buffer_bytes(2, o), o.buffer_bytes) << "few places: as asked";
+  apgas::options o;
+  EXPECT_EQ(coalescer::fitted_buffer_bytes(2, o), o.coalesce_bytes) << "few places: as asked";
   EXPECT_EQ(coalescer::fitted_buffer_bytes(4096, o), (std::size_t{256} << 20) / (4096 * 5));
   EXPECT_EQ(coalescer::fitted_buffer_bytes(1'000'000, o), coalescer::k_min_fitted_buffer_bytes)
       << "never below the floor";
-  o.buffer_bytes = 256;
+  o.coalesce_bytes = 256;
   EXPECT_EQ(coalescer::fitted_buffer_bytes(1'000'000, o), 256U) << "never above what was asked";
 
   // 64 places, 1 MiB for all buffers: 3,276 bytes per destination, and full buffers leave at
   // that size.
-  transport_options options;
-  options.memory_bytes = std::size_t{1} << 20;
-  options.flush_interval = 1h; // only fullness may send
+  apgas::options options;
+  options.coalesce_memory_mib = 1;
+  options.flush_us = flush_us(1h); // only fullness may send
   constexpr std::size_t k_fitted = (std::size_t{1} << 20) / (64 * 5);
   fake_network net(64, options);
-  for (place_id p = 0; p < 64; ++p) ignore_all(net.endpoint(p));
+  for (place_id p = 0; p < 64; ++p)
+    ignore_all(net.endpoint(p));
   std::uint64_t got = 0;
   net.endpoint(1).set_handler([&](place_id, std::span<const std::byte>) { ++got; });
   EXPECT_EQ(net.endpoint(0).stats().buffer_bytes, k_fitted);
@@ -191,7 +197,7 @@ TEST(TransportFake, BuffersShrinkToFitTheMemoryBudgetAtManyPlaces) {
 }
 
 TEST(TransportFake, WithoutCoalescingEverySendIsANetworkMessage) {
-  transport_options options;
+  apgas::options options;
   options.coalesce = false;
   fake_network net(2, options);
   ignore_all(net.endpoint(0));
@@ -217,7 +223,8 @@ TEST(TransportFake, CoalescingSwitchesOffAndOnAgainInOrder) {
   });
   std::uint64_t seq = 0;
   const auto send_some = [&](std::uint64_t n) {
-    for (std::uint64_t i = 0; i < n; ++i) a.send(1, encode(0, 0, seq++));
+    for (std::uint64_t i = 0; i < n; ++i)
+      a.send(1, encode(0, 0, seq++));
   };
   send_some(100); // buffered
   a.set_coalescing(false);
@@ -232,8 +239,9 @@ TEST(TransportFake, CoalescingSwitchesOffAndOnAgainInOrder) {
 }
 
 TEST(TransportFake, FlushIntervalSendsWithoutExplicitFlush) {
-  transport_options options;
-  options.flush_interval = 20ms;
+  apgas::options options;
+  constexpr auto k_interval = 20ms;
+  options.flush_us = flush_us(k_interval);
   fake_network net(2, options);
   ignore_all(net.endpoint(0));
   std::uint64_t got = 0;
@@ -242,17 +250,17 @@ TEST(TransportFake, FlushIntervalSendsWithoutExplicitFlush) {
   net.endpoint(0).send(1, encode(0, 0, 0));
   net.poll_all();
   // Before the interval nothing may leave (checked only if we really are still before it).
-  if (clock_type::now() - t0 < options.flush_interval) {
+  if (clock_type::now() - t0 < k_interval) {
     EXPECT_EQ(got, 0u);
   }
   ASSERT_TRUE(poll_until(net, [&] { return got == 1; })); // no flush(), no sleep
-  EXPECT_GE(clock_type::now() - t0, options.flush_interval);
+  EXPECT_GE(clock_type::now() - t0, k_interval);
   EXPECT_EQ(net.endpoint(0).stats().mpi_messages_sent, 1u);
 }
 
 TEST(TransportFake, SteadyStateAllocatesNothingPerMessage) {
-  transport_options options;
-  options.buffer_bytes = 4096;
+  apgas::options options;
+  options.coalesce_bytes = 4096;
   fake_network net(2, options);
   ignore_all(net.endpoint(0));
   std::uint64_t got = 0;
@@ -289,9 +297,12 @@ merge_head head_of(std::uint8_t tag) {
 
 /// send_merged of an 8-byte body holding `value`.
 void send_value(transport& t, place_id to, const merge_head& head, std::uint64_t value) {
-  t.send_merged(to, head, sizeof value, [](std::byte* at, const void* context) noexcept {
-    std::memcpy(at, context, sizeof(std::uint64_t));
-  }, &value);
+  t.send_merged(
+      to, head, sizeof value,
+      [](std::byte* at, const void* context) noexcept {
+        std::memcpy(at, context, sizeof(std::uint64_t));
+      },
+      &value);
 }
 
 /// What a receiver of merged messages saw: per message, its head's tag and its bodies.
@@ -318,7 +329,7 @@ void record_merged(transport& t, std::vector<merged_message>& seen) {
 
 /// Two places: place 0 sends (a), place 1 records what arrives (seen).
 struct merged_pair {
-  explicit merged_pair(const transport_options& options = {}) : net(2, options) {
+  explicit merged_pair(const apgas::options& options = {}) : net(2, options) {
     ignore_all(a);
     record_merged(net.endpoint(1), seen);
   }
@@ -330,24 +341,32 @@ struct merged_pair {
 TEST(TransportFake, MergedMessagesArriveAsOneHeadAndTheirBodiesInOrder) {
   merged_pair p;
   auto& [net, a, seen] = p;
-  for (std::uint64_t i = 0; i < 100; ++i) send_value(a, 1, head_of(1), i);
+  for (std::uint64_t i = 0; i < 100; ++i)
+    send_value(a, 1, head_of(1), i);
   a.send(1, head_of(9)); // anything else in between ends the merging: order is kept
-  for (std::uint64_t i = 100; i < 110; ++i) send_value(a, 1, head_of(1), i);
-  for (std::uint64_t i = 110; i < 115; ++i) send_value(a, 1, head_of(2), i); // another head
-  for (std::uint64_t i = 115; i < 120; ++i) send_value(a, 1, head_of(1), i);
+  for (std::uint64_t i = 100; i < 110; ++i)
+    send_value(a, 1, head_of(1), i);
+  for (std::uint64_t i = 110; i < 115; ++i)
+    send_value(a, 1, head_of(2), i); // another head
+  for (std::uint64_t i = 115; i < 120; ++i)
+    send_value(a, 1, head_of(1), i);
   a.flush();
   ASSERT_TRUE(poll_until(net, [&] { return seen.size() >= 5; }));
 
   const auto range = [](std::uint64_t from, std::uint64_t to) {
     std::vector<std::uint64_t> v;
-    for (std::uint64_t i = from; i < to; ++i) v.push_back(i);
+    for (std::uint64_t i = from; i < to; ++i)
+      v.push_back(i);
     return v;
   };
-  const std::vector<merged_message> expected{
-      {1, range(0, 100)}, {9, {}}, {1, range(100, 110)}, {2, range(110, 115)}, {1, range(115, 120)}};
+  const std::vector<merged_message> expected{{1, range(0, 100)},
+                                             {9, {}},
+                                             {1, range(100, 110)},
+                                             {2, range(110, 115)},
+                                             {1, range(115, 120)}};
   EXPECT_EQ(seen, expected);
   const transport_stats sa = a.stats();
-  EXPECT_EQ(sa.logical_messages_sent, 121u); // one per call
+  EXPECT_EQ(sa.logical_messages_sent, 121u);                        // one per call
   EXPECT_EQ(net.endpoint(1).stats().logical_messages_received, 5u); // one per merged message
   EXPECT_EQ(sa.mpi_messages_sent, 1u);
   // Each merged message pays for its frame and head once, each body for itself only.
@@ -355,22 +374,25 @@ TEST(TransportFake, MergedMessagesArriveAsOneHeadAndTheirBodiesInOrder) {
 }
 
 TEST(TransportFake, MergedMessagesNeverOutgrowABuffer) {
-  transport_options options;
-  options.buffer_bytes = 256; // a frame header, a head and 27 bodies
-  options.flush_interval = 1h;
+  apgas::options options;
+  options.coalesce_bytes = 256; // a frame header, a head and 27 bodies
+  options.flush_us = flush_us(1h);
   merged_pair p(options);
   auto& [net, a, seen] = p;
   constexpr std::uint64_t k_values = 1000;
-  for (std::uint64_t i = 0; i < k_values; ++i) send_value(a, 1, head_of(1), i);
+  for (std::uint64_t i = 0; i < k_values; ++i)
+    send_value(a, 1, head_of(1), i);
   a.flush();
   std::uint64_t next = 0;
   ASSERT_TRUE(poll_until(net, [&] {
     for (; !seen.empty() && next < k_values; seen.erase(seen.begin())) {
       const merged_message& m = seen.front();
       EXPECT_LE(k_frame_header + sizeof(merge_head) + m.values.size() * sizeof(std::uint64_t),
-                options.buffer_bytes);
-      EXPECT_EQ(m.values.size(), std::min<std::uint64_t>(27, k_values - next)) << "a buffer left half empty";
-      for (const std::uint64_t v : m.values) EXPECT_EQ(v, next++);
+                options.coalesce_bytes);
+      EXPECT_EQ(m.values.size(), std::min<std::uint64_t>(27, k_values - next))
+          << "a buffer left half empty";
+      for (const std::uint64_t v : m.values)
+        EXPECT_EQ(v, next++);
     }
     return next == k_values;
   }));
@@ -378,22 +400,26 @@ TEST(TransportFake, MergedMessagesNeverOutgrowABuffer) {
 }
 
 TEST(TransportFake, WithoutCoalescingMergedMessagesLeaveAlone) {
-  transport_options options;
+  apgas::options options;
   options.coalesce = false;
   merged_pair p(options);
   auto& [net, a, seen] = p;
-  for (std::uint64_t i = 0; i < 10; ++i) send_value(a, 1, head_of(1), i);
+  for (std::uint64_t i = 0; i < 10; ++i)
+    send_value(a, 1, head_of(1), i);
   ASSERT_TRUE(poll_until(net, [&] { return seen.size() == 10; }));
-  for (std::uint64_t i = 0; i < 10; ++i) EXPECT_EQ(seen[i], (merged_message{1, {i}}));
+  for (std::uint64_t i = 0; i < 10; ++i)
+    EXPECT_EQ(seen[i], (merged_message{1, {i}}));
   EXPECT_EQ(a.stats().mpi_messages_sent, 10u);
 }
 
 TEST(TransportFake, SwitchingCoalescingOffLetsABufferedMergedMessageLeave) {
   merged_pair p;
   auto& [net, a, seen] = p;
-  for (std::uint64_t i = 0; i < 5; ++i) send_value(a, 1, head_of(1), i); // buffered
+  for (std::uint64_t i = 0; i < 5; ++i)
+    send_value(a, 1, head_of(1), i); // buffered
   a.set_coalescing(false);
-  for (std::uint64_t i = 5; i < 8; ++i) send_value(a, 1, head_of(1), i); // no flush needed
+  for (std::uint64_t i = 5; i < 8; ++i)
+    send_value(a, 1, head_of(1), i); // no flush needed
   ASSERT_TRUE(poll_until(net, [&] { return seen.size() == 3; }));
   const std::vector<merged_message> expected{{1, {0, 1, 2, 3, 4, 5}}, {1, {6}}, {1, {7}}};
   EXPECT_EQ(seen, expected);
@@ -402,8 +428,8 @@ TEST(TransportFake, SwitchingCoalescingOffLetsABufferedMergedMessageLeave) {
 // ---- ordering and exactly-once --------------------------------------------------------------
 
 TEST(TransportFake, PerSourceFifoWhileSourcesInterleave) {
-  transport_options options;
-  options.buffer_bytes = 256; // many network messages
+  apgas::options options;
+  options.coalesce_bytes = 256; // many network messages
   constexpr place_id k_places = 4;
   constexpr place_id k_sink = k_places - 1;
   constexpr std::uint64_t k_messages = 20000;
@@ -443,7 +469,7 @@ TEST(TransportFake, PerSourceFifoWhileSourcesInterleave) {
 }
 
 TEST(TransportFake, SendNowLeavesAtOnceAndAlone) {
-  fake_network net(2, transport_options{});
+  fake_network net(2, apgas::options{});
   std::uint64_t got = 0;
   ignore_all(net.endpoint(0));
   net.endpoint(1).set_handler([&](place_id, std::span<const std::byte> m) {
@@ -468,12 +494,11 @@ TEST(TransportFake, SendNowLeavesAtOnceAndAlone) {
 TEST(TransportFake, SendNowFramedSendsWhatFollowsTheRoomForTheHeader) {
   // (The fake network copies a framed message, so the caller keeps its vector; the MPI
   // transport's own paths are tested under mpiexec: places_test, an_at_moves_big_...)
-  fake_network net(2, transport_options{});
+  fake_network net(2, apgas::options{});
   std::vector<std::vector<std::byte>> got;
   ignore_all(net.endpoint(0));
-  net.endpoint(1).set_handler([&](place_id, std::span<const std::byte> m) {
-    got.emplace_back(m.begin(), m.end());
-  });
+  net.endpoint(1).set_handler(
+      [&](place_id, std::span<const std::byte> m) { got.emplace_back(m.begin(), m.end()); });
   transport& sender = net.endpoint(0);
   const auto framed_message = [](std::size_t bytes, std::uint8_t fill) {
     std::vector<std::byte> v(k_frame_header + bytes, std::byte{fill});
@@ -513,8 +538,8 @@ TEST(TransportFake, SendNowFramedSendsWhatFollowsTheRoomForTheHeader) {
 TEST(TransportFake, SendNowMixedWithSendKeepsPerThreadOrder) {
   // Threads of one place interleave send and send_now to one sink over a reordering network
   // with a send cap of 2, so that send_now meets buffered and deferred messages alike.
-  transport_options options;
-  options.buffer_bytes = 256;
+  apgas::options options;
+  options.coalesce_bytes = 256;
   options.max_outstanding_sends = 2;
   constexpr std::uint32_t k_threads = 3;
   constexpr std::uint64_t k_messages = 3000;
@@ -561,8 +586,8 @@ TEST(TransportFake, SendNowNeverOvertakesWhatItsSenderHasSeenSent) {
   // send_now, the count it saw. Whatever thread 0 sent before that count (buffered, sealed,
   // or waiting for room under a send cap of 2) must arrive first: order of sending across
   // threads is the order their synchronisation gives.
-  transport_options options;
-  options.buffer_bytes = 128;
+  apgas::options options;
+  options.coalesce_bytes = 128;
   options.max_outstanding_sends = 2;
   constexpr std::uint64_t k_messages = 20000;
   fake_network net(2, options);
@@ -601,16 +626,16 @@ TEST(TransportFake, SendNowNeverOvertakesWhatItsSenderHasSeenSent) {
   EXPECT_TRUE(poll_until(net.endpoint(1), [&] { return done; }));
   stop.store(true, std::memory_order_release);
   // Keep receiving until the urgent sender stopped: it may be waiting for room meanwhile.
-  EXPECT_TRUE(poll_until(net.endpoint(1),
-                         [&] { return urgent_done.load(std::memory_order_acquire); }));
+  EXPECT_TRUE(
+      poll_until(net.endpoint(1), [&] { return urgent_done.load(std::memory_order_acquire); }));
   plain.join();
   urgent.join();
   EXPECT_GT(checked, 0u);
 }
 
 void exactly_once(std::uint64_t seed, bool same_source) {
-  transport_options options;
-  options.buffer_bytes = 512;
+  apgas::options options;
+  options.coalesce_bytes = 512;
   options.max_outstanding_bytes = std::size_t{16} * 1024;
   constexpr place_id k_places = 4;
   constexpr std::uint32_t k_threads = 3;     // per place: the polling thread and two senders
@@ -680,8 +705,8 @@ TEST(TransportFake, ExactlyOnceWithEverythingReordered) {
 }
 
 TEST(TransportFake, SameSourceReorderingReallyReorders) {
-  transport_options options;
-  options.buffer_bytes = 64; // two records per network message
+  apgas::options options;
+  options.coalesce_bytes = 64; // two records per network message
   fake_network net(2, options, /*seed=*/7, /*reorder=*/true, /*reorder_same_source=*/true);
   ignore_all(net.endpoint(0));
   std::vector<std::uint64_t> order;
@@ -700,8 +725,8 @@ TEST(TransportFake, SameSourceReorderingReallyReorders) {
 // ---- back-pressure --------------------------------------------------------------------------
 
 TEST(TransportFake, BackPressureBoundsMemoryWithASlowReceiver) {
-  transport_options options;
-  options.buffer_bytes = 1024;
+  apgas::options options;
+  options.coalesce_bytes = 1024;
   options.max_outstanding_bytes = 4096;
   fake_network net(2, options);
   constexpr std::uint64_t k_messages = 20000;
@@ -737,7 +762,8 @@ TEST(TransportFake, BackPressureBoundsMemoryWithASlowReceiver) {
       // Still slow: it gives its CPU away between polls (the outcome is decided by counts;
       // the sender had to wait before the first poll, see above). A few yields only: on a busy
       // machine each may cost a time slice.
-      for (int i = 0; i < 4; ++i) std::this_thread::yield();
+      for (int i = 0; i < 4; ++i)
+        std::this_thread::yield();
     }
   });
   sender.join();
@@ -756,7 +782,7 @@ TEST(TransportFake, BackPressureBoundsMemoryWithASlowReceiver) {
 /// receivers, without coalescing so that every send is one network message. Checks order,
 /// exactly-once delivery, and that the network never held more than the cap of place 0's sends.
 void send_cap_with_slow_receivers(place_id places, std::uint32_t threads, std::size_t cap) {
-  transport_options options;
+  apgas::options options;
   options.coalesce = false;
   options.max_outstanding_sends = cap; // the byte limit (8 MiB) is never reached here
   fake_network net(places, options);
@@ -809,7 +835,8 @@ void send_cap_with_slow_receivers(place_id places, std::uint32_t threads, std::s
         // A slow receiver: it gives its CPU away between polls (the outcome is decided by
         // counts, not by time; the cap was filled before the first poll, see above). A few
         // yields only: on a busy machine each may cost a time slice.
-        for (int i = 0; i < 4; ++i) std::this_thread::yield();
+        for (int i = 0; i < 4; ++i)
+          std::this_thread::yield();
       }
     });
   for (auto& w : workers)
@@ -825,11 +852,10 @@ void send_cap_with_slow_receivers(place_id places, std::uint32_t threads, std::s
     // cap, since the cap is for all destinations together).
     peak_queued = std::max(peak_queued, net.peak_queued_messages(0, p));
   }
-  std::cout << "[ sendcap  ] " << threads << " sender(s), " << places - 1
-            << " receiver(s), cap " << cap << ": peak " << s.peak_sends_in_flight
-            << " sends in flight (" << peak_queued << " queued at one receiver), "
-            << s.backpressure_waits << " waits, " << s.mpi_messages_sent
-            << " network messages\n";
+  std::cout << "[ sendcap  ] " << threads << " sender(s), " << places - 1 << " receiver(s), cap "
+            << cap << ": peak " << s.peak_sends_in_flight << " sends in flight (" << peak_queued
+            << " queued at one receiver), " << s.backpressure_waits << " waits, "
+            << s.mpi_messages_sent << " network messages\n";
   EXPECT_EQ(s.mpi_messages_sent, expected * (places - 1));
   EXPECT_LE(s.peak_sends_in_flight, cap);
   EXPECT_LE(peak_queued, cap);
@@ -849,7 +875,7 @@ TEST(TransportFake, SendCapWithSeveralSendersAndDestinationsKeepsOrder) {
 TEST(TransportFake, BarrierHandsDeferredSendsToTheNetwork) {
   // With a cap of one send, almost everything is still waiting for room when place 0 enters
   // the barrier; after it place 0 never polls again, so only the barrier can have sent it.
-  transport_options options;
+  apgas::options options;
   options.coalesce = false;
   options.max_outstanding_sends = 1;
   fake_network net(2, options);
@@ -878,7 +904,7 @@ TEST(TransportFake, BarrierHandsDeferredSendsToTheNetwork) {
 }
 
 TEST(TransportFake, SendCapMustBePositive) {
-  transport_options options;
+  apgas::options options;
   options.max_outstanding_sends = 0;
   EXPECT_THROW(fake_network(2, options), std::invalid_argument);
 }
@@ -1093,7 +1119,7 @@ TEST(TransportFake, HandlerChainOnLoopbackTerminatesPolls) {
 
 /// Two places whose handlers reply (a padding message and the next hop) while the limits in
 /// `options` hold their sends back: waits inside handlers must not deadlock.
-void handlers_under_pressure(const transport_options& options) {
+void handlers_under_pressure(const apgas::options& options) {
   fake_network net(2, options, /*seed=*/9, /*reorder=*/true);
   constexpr std::uint64_t k_chains = 400;
   constexpr std::uint64_t k_hops = 50;
@@ -1144,15 +1170,15 @@ void handlers_under_pressure(const transport_options& options) {
 }
 
 TEST(TransportFake, HandlersSendingUnderBackPressureDoNotDeadlock) {
-  transport_options options;
-  options.buffer_bytes = 512;
+  apgas::options options;
+  options.coalesce_bytes = 512;
   options.max_outstanding_bytes = 1024;
   handlers_under_pressure(options);
 }
 
 TEST(TransportFake, HandlersSendingUnderTheSendCapDoNotDeadlock) {
-  transport_options options;
-  options.coalesce = false;         // every send is a network message (a send request)
+  apgas::options options;
+  options.coalesce = false;          // every send is a network message (a send request)
   options.max_outstanding_sends = 2; // so that handlers' replies hit the cap, not the bytes
   handlers_under_pressure(options);
 }

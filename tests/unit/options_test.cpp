@@ -6,13 +6,15 @@
 
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
 
 struct argv_builder { // owns mutable argv storage for from_env_and_args
   explicit argv_builder(std::vector<std::string> args) : m_args(std::move(args)) {
-    for (auto& a : m_args) m_ptrs.push_back(a.data());
+    for (auto& a : m_args)
+      m_ptrs.push_back(a.data());
     m_ptrs.push_back(nullptr);
     argc = static_cast<int>(m_args.size());
   }
@@ -54,13 +56,14 @@ TEST(options, the_coalescing_memory_budget_is_a_knob) {
 }
 
 TEST(options, bad_values_are_usage_errors_that_name_the_knob) {
-  for (const auto& bad : std::vector<std::vector<std::string>>{{"app", "--threads", "zero"},
-                                                               {"app", "--threads", "0"},
-                                                               {"app", "--threads=-3"},
-                                                               {"app", "--policy", "fastest"},
-                                                               {"app", "--pin", "maybe"},
-                                                               {"app", "--coalesce-memory-mib", "0"},
-                                                               {"app", "--threads"}}) {
+  for (const auto& bad :
+       std::vector<std::vector<std::string>>{{"app", "--threads", "zero"},
+                                             {"app", "--threads", "0"},
+                                             {"app", "--threads=-3"},
+                                             {"app", "--policy", "fastest"},
+                                             {"app", "--pin", "maybe"},
+                                             {"app", "--coalesce-memory-mib", "0"},
+                                             {"app", "--threads"}}) {
     argv_builder a(bad);
     try {
       (void)apgas::options::from_env_and_args(a.argc, a.argv());
@@ -80,6 +83,83 @@ TEST(options, help_text_lists_every_flag_with_its_variable) {
   for (const char* s : {"--threads", "APGAS_THREADS", "--policy", "APGAS_POLICY", "--stats",
                         "APGAS_STATS", "--pin", "--spin-us", "APGAS_SPIN_US"})
     EXPECT_NE(help.find(s), std::string::npos) << s;
+}
+
+/// How a flag or a variable gives `value`.
+template <class T> std::string text_of(T value) {
+  if constexpr (std::is_same_v<T, bool>)
+    return value ? "yes" : "no";
+  else if constexpr (std::is_same_v<T, apgas::policy>)
+    return std::string(apgas::to_string(value));
+  else
+    return std::to_string(value);
+}
+
+/// One line of APGAS_OPTIONS, for the tests below (`get` reads its member).
+template <class T, class Get> struct option_line {
+  const char* member;
+  T default_value;
+  T low;
+  T high;
+  const char* flag;
+  const char* variable;
+  const char* help;
+  Get get;
+};
+
+/// Calls `check(option_line)` for every option.
+template <class Check> void for_each_option(Check check) {
+#define APGAS_OPTION_LINE(type, member, default_value, low, high, flag, variable, hint, help)      \
+  check(option_line<type, type (*)(const apgas::options&)>{                                        \
+      #member, default_value, low, high, flag, variable, help,                                     \
+      [](const apgas::options& o) { return o.member; }});
+  APGAS_OPTIONS(APGAS_OPTION_LINE)
+#undef APGAS_OPTION_LINE
+}
+
+TEST(options, every_default_lies_in_its_range_and_only_threads_is_decided_at_start) {
+  const apgas::options o;
+  for_each_option([&](const auto& line) {
+    EXPECT_TRUE(line.low <= line.high) << line.member;
+    EXPECT_TRUE(line.get(o) == line.default_value) << line.member;
+    EXPECT_TRUE(line.default_value <= line.high) << line.member;
+    if (line.default_value < line.low) {
+      EXPECT_EQ(std::string(line.member), "threads") << "a default below its range";
+    }
+  });
+}
+
+TEST(options, help_text_has_one_line_per_option_with_its_variable_help_and_default) {
+  const std::string help = apgas::options::help_text();
+  std::size_t options = 0;
+  for_each_option([&](const auto& line) {
+    ++options;
+    const std::size_t at = help.find(std::string("  ") + line.flag + " ");
+    ASSERT_NE(at, std::string::npos) << line.flag;
+    const std::string text = help.substr(at, help.find('\n', at) - at);
+    EXPECT_NE(text.find(line.variable), std::string::npos) << text;
+    EXPECT_NE(text.find(line.help), std::string::npos) << text;
+    const std::string shown =
+        line.default_value < line.low ? std::string("auto") : text_of(line.default_value);
+    EXPECT_NE(text.find("[default: " + shown + "]"), std::string::npos) << text;
+  });
+  std::size_t lines = 0;
+  for (const char c : help)
+    lines += c == '\n' ? 1 : 0;
+  EXPECT_EQ(lines, options + 1) << "a title, then one line an option";
+}
+
+TEST(options, every_option_takes_its_range_from_a_flag_and_a_variable_and_nothing_beyond) {
+  for_each_option([](const auto& line) {
+    argv_builder a({"app", std::string(line.flag) + "=" + text_of(line.high)});
+    EXPECT_TRUE(line.get(apgas::options::from_env_and_args(a.argc, a.argv())) == line.high)
+        << line.flag;
+    ::setenv(line.variable, text_of(line.low).c_str(), 1);
+    EXPECT_TRUE(line.get(apgas::options::from_env()) == line.low) << line.variable;
+    ::setenv(line.variable, (text_of(line.high) + "0").c_str(), 1);
+    EXPECT_THROW((void)apgas::options::from_env(), apgas::usage_error) << line.variable;
+    ::unsetenv(line.variable);
+  });
 }
 
 } // namespace

@@ -1,4 +1,5 @@
-/// @file The runtime's knobs: one table, each knob a command-line flag and an APGAS_* variable.
+/// @file The runtime's options: one table, each option a member of apgas::options, a
+/// command-line flag and an APGAS_* environment variable.
 #pragma once
 
 #include <cstddef>
@@ -25,25 +26,63 @@ enum class finish_pattern : std::uint8_t {
   spmd,
 };
 
-/// @brief Runtime settings. Defaults, then APGAS_* environment variables, then flags win.
+/// @brief Every runtime option, declared once, as
+///     X(type, member, default, low, high, flag, variable, value hint, help)
+/// The list makes both the members of apgas::options (with their defaults) and the table that
+/// parses flags and variables and prints help_text(), so that no option has a second name or a
+/// second default anywhere (the transport reads these members too).
+/// - `low`..`high`: what a flag or a variable may set (yes/no and the policy: their two values).
+///   A default below `low` is one no flag can give and means "decided at start" (threads: one
+///   per PU); help_text() shows it as `auto`.
+/// - value hint: how the flag's value looks in help_text(); nullptr makes the flag a switch
+///   (alone it means yes; `--stats=no` still works).
+/// - The options from coalesce_bytes on matter only with several places. max_outstanding_bytes
+///   bounds what a place holds for one slow destination; max_outstanding_sends bounds the MPI
+///   send requests alive, because MPI completes them by scanning them all (Open MPI completes a
+///   few per scan): its default keeps a scan short and is still more than coalesced traffic to
+///   one place needs (256 full 64 KiB buffers are twice max_outstanding_bytes).
+#define APGAS_OPTIONS(X)                                                                           \
+  X(unsigned, threads, 0, 1, 4096, "--threads", "APGAS_THREADS", "N",                              \
+    "worker threads per place (default: PUs of the cpuset)")                                       \
+  X(::apgas::policy, default_policy, ::apgas::policy::work_first, ::apgas::policy::work_first,     \
+    ::apgas::policy::help_first, "--policy", "APGAS_POLICY", "work-first|help-first",              \
+    "default scheduling policy of finishes")                                                       \
+  X(bool, stats, false, false, true, "--stats", "APGAS_STATS", nullptr,                            \
+    "print per-worker statistics at exit")                                                         \
+  X(bool, pin_workers, true, false, true, "--pin", "APGAS_PIN", "yes|no",                          \
+    "bind each worker to one PU of the process cpuset")                                            \
+  X(unsigned, spin_us, 50, 0, 1'000'000, "--spin-us", "APGAS_SPIN_US", "N",                        \
+    "microseconds an idle worker keeps looking for work (and messages) before it parks")           \
+  X(unsigned, progress_ms, 0, 0, 86'400'000, "--progress-ms", "APGAS_PROGRESS_MS", "N",            \
+    "print a progress line (tasks, steals, messages) to stderr every N ms; 0: never")              \
+  X(std::size_t, coalesce_bytes, 64 * 1024, 64, 1U << 30, "--coalesce-bytes",                      \
+    "APGAS_COALESCE_BYTES", "N", "coalescing buffer per destination place, in bytes")              \
+  X(std::size_t, coalesce_memory_mib, 256, 1, 1U << 20, "--coalesce-memory-mib",                   \
+    "APGAS_COALESCE_MEMORY_MIB", "N",                                                              \
+    "coalescing buffers of a place, all destinations together, in MiB: at many places the "        \
+    "buffer per destination shrinks to fit (not below 1 KiB)")                                     \
+  X(unsigned, flush_us, 200, 1, 10'000'000, "--flush-us", "APGAS_FLUSH_US", "N",                   \
+    "a buffered message leaves after at most N microseconds")                                      \
+  X(unsigned, report_delay_us, 100'000, 0, 10'000'000, "--report-delay-us",                        \
+    "APGAS_REPORT_DELAY_US", "N",                                                                  \
+    "longest a place holds a finish's report its home did not ask for (0: none held)")             \
+  X(bool, coalesce, true, false, true, "--coalesce", "APGAS_COALESCE", "yes|no",                   \
+    "gather small messages to one place into one MPI message")                                     \
+  X(std::size_t, max_outstanding_bytes, std::size_t{8} << 20, 1024, std::size_t{1} << 40,          \
+    "--max-outstanding-bytes", "APGAS_MAX_OUTSTANDING_BYTES", "N",                                 \
+    "bytes to one place sent and not yet taken by the network, at most: a sender beyond it "       \
+    "waits, receiving meanwhile")                                                                  \
+  X(std::size_t, max_outstanding_sends, 256, 1, 1U << 20, "--max-outstanding-sends",               \
+    "APGAS_MAX_OUTSTANDING_SENDS", "N",                                                            \
+    "MPI sends of a place in flight at most, all destinations together; later ones wait in "       \
+    "order inside the place")
+
+/// @brief Runtime settings. Defaults, then APGAS_* environment variables, then flags win. One
+/// member per line of APGAS_OPTIONS, with its default; help_text() says what each means.
 struct options {
-  unsigned threads = 0;                ///< workers per place; 0 = one per PU of the cpuset
-  policy default_policy = policy::work_first;
-  bool stats = false;                  ///< print per-worker counters at exit
-  bool pin_workers = true;             ///< bind worker i to the i-th PU of the cpuset
-  unsigned spin_us = 50;               ///< how long an idle worker looks for work before parking
-  unsigned progress_ms = 0;            ///< print a progress line every N ms to stderr (0: never)
-  // Places (used by the places layer; a one-place run ignores them):
-  std::size_t coalesce_bytes = 64 * 1024; ///< coalescing buffer per destination place
-  /// All destinations' coalescing buffers of a place together, in MiB: at many places each
-  /// destination's buffer is lowered below coalesce_bytes to fit (not below 1 KiB).
-  std::size_t coalesce_memory_mib = 256;
-  unsigned flush_us = 200;                ///< a buffered message leaves after at most this long
-  bool coalesce = true;                   ///< false: one MPI message per logical message
-  /// A place's later reports of a finish wait for its home to ask for them (when the home's
-  /// own part of the finish has ended), or this long at most: a safeguard, the home always
-  /// asks. 0: every quiet period reports at once (more control messages).
-  unsigned report_delay_us = 100'000;
+#define APGAS_OPTION_MEMBER(type, member, default_value, ...) type member = default_value;
+  APGAS_OPTIONS(APGAS_OPTION_MEMBER)
+#undef APGAS_OPTION_MEMBER
 
   /// @brief Reads APGAS_* variables, then consumes the runtime's flags from argv (argc and
   /// argv are rewritten so that only the program's own arguments remain).
@@ -51,7 +90,7 @@ struct options {
   static options from_env_and_args(int& argc, char** argv);
   /// @brief Reads APGAS_* variables only.
   static options from_env();
-  /// @brief One line a knob: flag, variable, default, meaning (for --help texts).
+  /// @brief One line an option: flag, variable, meaning, default (for --help texts).
   static std::string help_text();
 };
 

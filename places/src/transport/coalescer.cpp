@@ -1,5 +1,5 @@
 // Per-destination coalescing (see coalescer.hpp for the design).
-#include "apgas/detail/coalescer.hpp"
+#include "coalescer.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -53,27 +53,27 @@ namespace {
 } // namespace
 
 namespace {
-transport_options with_buffer_fitted(std::size_t destinations, const transport_options& options) {
-  if (options.buffer_bytes == 0 || options.buffer_bytes > k_max_message_bytes)
-    throw std::invalid_argument("apgas transport: buffer_bytes must be in [1, 2 GiB)");
-  transport_options fitted = options;
-  fitted.buffer_bytes = coalescer::fitted_buffer_bytes(destinations, options);
-  return fitted;
+std::size_t checked_fitted_buffer_bytes(std::size_t destinations, const options& opts) {
+  if (opts.coalesce_bytes == 0 || opts.coalesce_bytes > k_max_message_bytes)
+    throw std::invalid_argument("apgas transport: coalesce_bytes must be in [1, 2 GiB)");
+  return coalescer::fitted_buffer_bytes(destinations, opts);
 }
 } // namespace
 
-std::size_t coalescer::fitted_buffer_bytes(std::size_t destinations,
-                                           const transport_options& options) noexcept {
+std::size_t coalescer::fitted_buffer_bytes(std::size_t destinations, const options& opts) noexcept {
   // Each destination may hold one buffer being filled and k_pool_per_destination kept for
   // reuse (sealed ones in flight are bounded by max_outstanding_sends, for all together).
   const std::size_t buffers = std::max<std::size_t>(destinations, 1) * (1 + k_pool_per_destination);
-  const std::size_t share = options.memory_bytes / buffers;
-  if (share >= options.buffer_bytes) return options.buffer_bytes;
-  return std::min(options.buffer_bytes, std::max(share, k_min_fitted_buffer_bytes));
+  const std::size_t share = (opts.coalesce_memory_mib << 20) / buffers;
+  if (share >= opts.coalesce_bytes)
+    return opts.coalesce_bytes;
+  return std::min(opts.coalesce_bytes, std::max(share, k_min_fitted_buffer_bytes));
 }
 
-coalescer::coalescer(std::size_t destinations, const transport_options& options)
-    : m_options(with_buffer_fitted(destinations, options)), m_coalesce(options.coalesce),
+coalescer::coalescer(std::size_t destinations, const options& opts)
+    : m_buffer_bytes(checked_fitted_buffer_bytes(destinations, opts)),
+      m_flush_interval(std::chrono::microseconds(opts.flush_us)),
+      m_max_outstanding_bytes(opts.max_outstanding_bytes), m_coalesce(opts.coalesce),
       m_destinations(destinations), m_slots(std::make_unique<slot[]>(destinations)) {
   // Each destination is listed at most once, so these never reallocate after this.
   m_active.reserve(destinations);
@@ -93,14 +93,13 @@ void coalescer::lower_next_due(clock::time_point due) noexcept {
   }
 }
 
-void coalescer::start_buffer_locked(place_id to, slot& s, std::size_t frame_bytes,
-                                    bool coalesce) {
+void coalescer::start_buffer_locked(place_id to, slot& s, std::size_t frame_bytes, bool coalesce) {
   if (s.current.capacity() == 0 && !s.pool.empty()) {
     s.current = std::move(s.pool.back());
     s.pool.pop_back();
   }
   // Without coalescing a buffer holds one message: do not reserve a whole coalescing buffer.
-  const std::size_t want = coalesce ? m_options.buffer_bytes : frame_bytes;
+  const std::size_t want = coalesce ? m_buffer_bytes : frame_bytes;
   s.current.reserve(std::max(want, frame_bytes));
   if (!s.listed) {
     s.listed = true;
@@ -111,7 +110,7 @@ void coalescer::start_buffer_locked(place_id to, slot& s, std::size_t frame_byte
   }
   if (coalesce) {
     // Listed first, then the due time lowered: collect() relies on this order (see there).
-    s.due = clock::now() + m_options.flush_interval;
+    s.due = clock::now() + m_flush_interval;
     lower_next_due(s.due);
   }
 }
@@ -136,7 +135,7 @@ coalescer::appended_to coalescer::append_frame_locked(place_id to, std::size_t s
   std::lock_guard lock(s.lock);
   if (try_merge(s, result))
     return result;
-  if (!s.current.empty() && s.current.size() + frame_bytes > m_options.buffer_bytes) {
+  if (!s.current.empty() && s.current.size() + frame_bytes > m_buffer_bytes) {
     seal_locked(s); // the new frame would overflow: the full buffer leaves first
     result.sealed = true;
   }
@@ -150,8 +149,8 @@ coalescer::appended_to coalescer::append_frame_locked(place_id to, std::size_t s
   ++s.current_messages;
   s.count_appended(frame_bytes);
   // What slot::outstanding() computes, with the count we just wrote (we hold the lock).
-  result.over_bytes = s.outstanding() > m_options.max_outstanding_bytes;
-  if (!coalesce || s.current.size() >= m_options.buffer_bytes) {
+  result.over_bytes = s.outstanding() > m_max_outstanding_bytes;
+  if (!coalesce || s.current.size() >= m_buffer_bytes) {
     seal_locked(s);
     result.sealed = true;
   }
@@ -162,7 +161,8 @@ coalescer::appended_to coalescer::append(place_id to, std::span<const std::byte>
   return append_frame_locked(
       to, message.size(), [](slot&, appended_to&) { return false; },
       [message](std::byte* at) {
-        if (!message.empty()) std::memcpy(at, message.data(), message.size());
+        if (!message.empty())
+          std::memcpy(at, message.data(), message.size());
       },
       false);
 }
@@ -186,7 +186,7 @@ coalescer::appended_to coalescer::append_merged_framed(place_id to, const merge_
 }
 
 std::optional<sealed_buffer> coalescer::take_alone(place_id to,
-                                                  std::span<const std::byte> message) {
+                                                   std::span<const std::byte> message) {
   if (message.size() > k_max_message_bytes)
     throw_too_long(message.size());
   const std::size_t frame_bytes = k_frame_header + message.size();
@@ -299,7 +299,7 @@ std::size_t coalescer::collect(seal_mode mode, clock::time_point now,
 
 void coalescer::recycle(place_id to, byte_buffer&& buffer) {
   // Oversized buffers (a big message) are dropped: the pool keeps memory bounded.
-  if (buffer.capacity() == 0 || buffer.capacity() > 2 * m_options.buffer_bytes)
+  if (buffer.capacity() == 0 || buffer.capacity() > 2 * m_buffer_bytes)
     return;
   buffer.clear();
   slot& s = m_slots[to];

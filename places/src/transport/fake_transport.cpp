@@ -1,7 +1,6 @@
 // The in-process fake network (see transport_fake.hpp).
-#include "apgas/detail/transport_fake.hpp"
-
 #include "transport_base.hpp"
+#include "transport_fake.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -43,13 +42,11 @@ class fake_endpoint;
 } // namespace
 
 struct fake_network::impl {
-  impl(std::size_t places, const transport_options& opts, std::uint64_t seed, bool reorder,
-       bool same_source);
+  impl(std::size_t places, const options& opts, std::uint64_t seed, bool reorder, bool same_source);
 
   void push(place_id from, place_id to, byte_buffer&& bytes, bool injected);
   void take(place_id to, std::vector<wire_message>& out);
 
-  const transport_options options;
   const bool reorder;
   const bool reorder_same_source;
   std::vector<std::unique_ptr<inbox>> inboxes;
@@ -65,9 +62,8 @@ namespace {
 
 class fake_endpoint final : public transport_base {
 public:
-  fake_endpoint(fake_network::impl& net, place_id here, place_id places,
-                const transport_options& options)
-      : transport_base(here, places, options), m_net(net) {}
+  fake_endpoint(fake_network::impl& net, place_id here, place_id places, const options& opts)
+      : transport_base(here, places, opts), m_net(net) {}
 
   void barrier() override {
     flush_to_network(); // as over MPI: every earlier send is in flight before we arrive
@@ -128,9 +124,9 @@ void fake_endpoint::net_receive() {
 
 } // namespace
 
-fake_network::impl::impl(std::size_t places, const transport_options& opts, std::uint64_t seed,
+fake_network::impl::impl(std::size_t places, const options& opts, std::uint64_t seed,
                          bool reorder_sources, bool same_source)
-    : options(opts), reorder(reorder_sources), reorder_same_source(same_source) {
+    : reorder(reorder_sources), reorder_same_source(same_source) {
   if (places == 0)
     throw std::invalid_argument("apgas fake_network: no places");
   inboxes.reserve(places);
@@ -196,9 +192,9 @@ void fake_network::impl::take(place_id to, std::vector<wire_message>& out) {
   std::fill(box.queued_from.begin(), box.queued_from.end(), std::size_t{0});
 }
 
-fake_network::fake_network(std::size_t places, const transport_options& options, std::uint64_t seed,
+fake_network::fake_network(std::size_t places, const options& opts, std::uint64_t seed,
                            bool reorder, bool reorder_same_source)
-    : m_impl(std::make_unique<impl>(places, options, seed, reorder, reorder_same_source)) {}
+    : m_impl(std::make_unique<impl>(places, opts, seed, reorder, reorder_same_source)) {}
 
 fake_network::~fake_network() = default;
 

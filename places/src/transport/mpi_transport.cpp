@@ -1,5 +1,5 @@
-// The transport over MPI, and the process-level MPI calls (see transport_mpi.hpp). The only
-// file of the project that includes mpi.h.
+// The transport over MPI (see transport_mpi.hpp; MPI's start and end are in mpi_process.cpp).
+// With mpi_process.cpp, the only code of the project that includes mpi.h (via mpi_common.hpp).
 //
 // Every MPI call is made under m_net_lock (or, for process-level calls, before/after any
 // transport exists), so MPI_THREAD_SERIALIZED is enough. Sends: one MPI_Isend per sealed
@@ -7,26 +7,24 @@
 // At most max_outstanding_sends requests are alive (transport_base defers the rest): Testsome
 // scans them all on every call but completes only a few, so their number must stay small.
 // Receives: a few receives of k_posted_bytes each stay posted (MPI_ANY_SOURCE), so that a
-// message lands in its buffer as it arrives (MPI_Improbe + MPI_Mrecv, the first design, took
-// it from MPI's unexpected queue: ~0.2 us more per `at` round trip). A network message bigger
-// than that (a huge logical message) is announced on the same stream by a small message with
-// its size, and follows on a second communicator, received as soon as the announcement is:
-// MPI_Recv on that source, where it is already on its way.
+// message lands in its buffer as it arrives instead of in MPI's unexpected queue, from which a
+// probe and a matched receive would copy it later. A network message bigger than that (a huge
+// logical message) is announced on the same stream by a small message with its size, and
+// follows on a second communicator, received from that source as soon as the announcement
+// is (it is already on its way).
 //
 // Order: two private communicators (dups of MPI_COMM_WORLD). On the first, every small
 // message and announcement; MPI matches posted receives in the order they were posted, and
 // its non-overtaking rule keeps each source's messages in order, so completing the posted
 // receives in posting order (a ring) gives per-source FIFO order of network messages. The big
 // message takes its announcement's place in that order. A receive that completed is posted
-// again at the next poll, not at once: the message is delivered first (reposting costs ~400
-// instructions of MPI, on the path of every `at` round trip otherwise), and reposting in
+// again at the next poll, not at once: the message is delivered first (reposting is a call
+// into MPI that would otherwise lie on the path of every `at` round trip), and reposting in
 // completion order keeps the posting order a ring. The coalescer keeps logical messages
 // in order inside and across network messages.
-#include "apgas/detail/transport_mpi.hpp"
-
+#include "mpi_common.hpp"
 #include "transport_base.hpp"
-
-#include <mpi.h>
+#include "transport_mpi.hpp"
 
 #include <algorithm>
 #include <array>
@@ -34,9 +32,9 @@
 #include <chrono>
 #include <climits>
 #include <cstdint>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -70,66 +68,10 @@ constexpr std::chrono::seconds k_shutdown_wait{10};
 /// mpi_finalize() seeing 0 also sees the destructor's MPI calls finished.
 std::atomic<int> g_live_transports{0};
 
-std::string error_text(int code) {
-  std::array<char, MPI_MAX_ERROR_STRING> text{};
-  int length = 0;
-  if (MPI_Error_string(code, text.data(), &length) != MPI_SUCCESS)
-    return "MPI error code " + std::to_string(code);
-  return {text.data(), static_cast<std::size_t>(length)};
-}
-
-[[noreturn, gnu::cold, gnu::noinline]] void throw_failed(int rc, const char* what) {
-  throw transport_error(std::string("apgas transport: ") + what + " failed: " + error_text(rc));
-}
-
-/// Inline, its error path out of line: it wraps every MPI call, three or four on an `at`'s path
-/// at each end, and an idle poll's MPI_Test.
-inline void check(int rc, const char* what) {
-  if (rc != MPI_SUCCESS) [[unlikely]]
-    throw_failed(rc, what);
-}
-
-bool mpi_is_initialized() noexcept {
-  int flag = 0;
-  MPI_Initialized(&flag);
-  return flag != 0;
-}
-
-bool mpi_is_finalized() noexcept {
-  int flag = 0;
-  MPI_Finalized(&flag);
-  return flag != 0;
-}
-
-int to_mpi(mpi_thread_level level) noexcept {
-  switch (level) {
-  case mpi_thread_level::single:
-    return MPI_THREAD_SINGLE;
-  case mpi_thread_level::funneled:
-    return MPI_THREAD_FUNNELED;
-  case mpi_thread_level::serialized:
-    return MPI_THREAD_SERIALIZED;
-  case mpi_thread_level::multiple:
-    return MPI_THREAD_MULTIPLE;
-  }
-  return MPI_THREAD_SERIALIZED;
-}
-
-mpi_thread_level from_mpi(int level) noexcept {
-  if (level >= MPI_THREAD_MULTIPLE)
-    return mpi_thread_level::multiple;
-  if (level >= MPI_THREAD_SERIALIZED)
-    return mpi_thread_level::serialized;
-  if (level >= MPI_THREAD_FUNNELED)
-    return mpi_thread_level::funneled;
-  return mpi_thread_level::single;
-}
-
 class mpi_transport final : public transport_base {
 public:
-  mpi_transport(MPI_Comm comm, MPI_Comm big, place_id here, place_id places,
-                const transport_options& options)
-      : transport_base(here, places, options), m_comm(comm), m_big(big) {}
+  mpi_transport(MPI_Comm comm, MPI_Comm big, place_id here, place_id places, const options& opts)
+      : transport_base(here, places, opts), m_comm(comm), m_big(big) {}
   ~mpi_transport() override;
   void barrier() override;
 
@@ -137,9 +79,10 @@ protected:
   void net_send(place_id to, sealed_buffer&& buffer) override;
   framed_send net_send_framed(place_id to, std::vector<std::byte>& framed, bool counted) override;
   void net_complete_sends() override {
-    // The idle poll's case inline: the completion code's frame is set up before its first
-    // test otherwise (~15 instructions on every round of an idle worker).
-    if (!m_requests.empty()) complete_sends();
+    // The idle poll's case inline: otherwise every round of an idle worker would set up the
+    // completion code's frame before its first test.
+    if (!m_requests.empty())
+      complete_sends();
   }
   void net_receive() override;
   void net_release(received&& message) override;
@@ -189,17 +132,17 @@ void mpi_transport::isend_locked(place_id to, const std::byte* data, std::size_t
     const auto size64 = static_cast<std::uint64_t>(size);
     announcement.append(&size64, sizeof size64);
     MPI_Request request;
-    check(MPI_Isend(announcement.data(), sizeof size64, MPI_BYTE, static_cast<int>(to),
-                    k_tag_announce, m_comm, &request),
-          "MPI_Isend");
+    mpi_check(MPI_Isend(announcement.data(), sizeof size64, MPI_BYTE, static_cast<int>(to),
+                        k_tag_announce, m_comm, &request),
+              "MPI_Isend");
     m_requests.push_back(request);
     m_in_flight.push_back(in_flight{to, std::move(announcement), true});
     comm = m_big;
   }
   MPI_Request request;
-  check(MPI_Isend(data, static_cast<int>(size), MPI_BYTE, static_cast<int>(to), k_tag, comm,
-                  &request),
-        "MPI_Isend");
+  mpi_check(MPI_Isend(data, static_cast<int>(size), MPI_BYTE, static_cast<int>(to), k_tag, comm,
+                      &request),
+            "MPI_Isend");
   m_requests.push_back(request);
   m_in_flight.push_back(std::move(record));
 }
@@ -210,33 +153,37 @@ void mpi_transport::net_send(place_id to, sealed_buffer&& buffer) {
   isend_locked(to, data, size, in_flight{to, std::move(buffer.bytes)});
 }
 
-mpi_transport::framed_send mpi_transport::net_send_framed(place_id to, std::vector<std::byte>& framed,
-                                                          bool counted) {
+mpi_transport::framed_send
+mpi_transport::net_send_framed(place_id to, std::vector<std::byte>& framed, bool counted) {
   const std::size_t size = framed.size();
   if (size <= k_posted_bytes) {
     MPI_Request request;
-    check(MPI_Isend(framed.data(), static_cast<int>(size), MPI_BYTE, static_cast<int>(to), k_tag,
-                    m_comm, &request),
-          "MPI_Isend");
+    mpi_check(MPI_Isend(framed.data(), static_cast<int>(size), MPI_BYTE, static_cast<int>(to),
+                        k_tag, m_comm, &request),
+              "MPI_Isend");
     // A small message usually leaves at once (Open MPI's eager "send inline" returns a request
     // that is already complete): then it needs no record, no buffer of its own, and no
     // completion test at a later poll. A test of a complete request makes no MPI progress
     // (one of an incomplete one makes a round, which is rare here: a full shared-memory queue).
     int done = 0;
-    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    mpi_check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
     if (done != 0) {
       count_sent_locked(size);
-      if (counted) m_coalescer.complete(to, size);
-      else count_sent_uncounted_locked();
+      if (counted)
+        m_coalescer.complete(to, size);
+      else
+        count_sent_uncounted_locked();
       return framed_send::done;
     }
-    if (!counted) count_framed_alone(to, size); // only complete_sends, under our lock, completes it
+    if (!counted)
+      count_framed_alone(to, size); // only complete_sends, under our lock, completes it
     count_issue_locked(size);
     m_requests.push_back(request);
     m_in_flight.push_back(in_flight{to, byte_buffer{}, false, std::move(framed)});
     return framed_send::kept;
   }
-  if (!counted) count_framed_alone(to, size);
+  if (!counted)
+    count_framed_alone(to, size);
   const std::byte* data = framed.data(); // a vector's storage stays put when it is moved
   isend_locked(to, data, size, in_flight{to, byte_buffer{}, false, std::move(framed)});
   count_issue_locked(size); // after: only net_complete_sends, under our lock, completes it
@@ -246,14 +193,15 @@ mpi_transport::framed_send mpi_transport::net_send_framed(place_id to, std::vect
 void mpi_transport::complete_sends() {
   m_done.resize(m_requests.size());
   int count = 0;
-  check(MPI_Testsome(static_cast<int>(m_requests.size()), m_requests.data(), &count, m_done.data(),
-                     MPI_STATUSES_IGNORE),
-        "MPI_Testsome");
+  mpi_check(MPI_Testsome(static_cast<int>(m_requests.size()), m_requests.data(), &count,
+                         m_done.data(), MPI_STATUSES_IGNORE),
+            "MPI_Testsome");
   if (count <= 0)
     return; // 0: none done; MPI_UNDEFINED: no active request
   for (int k = 0; k < count; ++k) {
     in_flight& f = m_in_flight[static_cast<std::size_t>(m_done[static_cast<std::size_t>(k)])];
-    if (f.announcement) continue; // its big message is the one that counts
+    if (f.announcement)
+      continue; // its big message is the one that counts
     if (!f.framed.empty()) {
       const std::size_t bytes = f.framed.size();
       recycle_framed(std::move(f.framed));
@@ -288,30 +236,31 @@ void mpi_transport::post_locked(posted& slot) {
     slot.bytes.reserve(k_posted_bytes);
   }
   slot.bytes.resize_for_overwrite(k_posted_bytes);
-  check(MPI_Irecv(slot.bytes.data(), static_cast<int>(k_posted_bytes), MPI_BYTE, MPI_ANY_SOURCE,
-                  MPI_ANY_TAG, m_comm, &slot.request),
-        "MPI_Irecv");
+  mpi_check(MPI_Irecv(slot.bytes.data(), static_cast<int>(k_posted_bytes), MPI_BYTE, MPI_ANY_SOURCE,
+                      MPI_ANY_TAG, m_comm, &slot.request),
+            "MPI_Irecv");
 }
 
 void mpi_transport::net_receive() {
   if (!m_receives_posted) {
-    for (posted& slot : m_posted) post_locked(slot);
+    for (posted& slot : m_posted)
+      post_locked(slot);
     m_receives_posted = true;
   }
   for (; m_unposted > 0; --m_unposted) // oldest first: the ring stays in posting order
     post_locked(m_posted[(m_next + k_posted_receives - m_unposted) % k_posted_receives]);
   for (int i = 0; i < k_max_receives_per_poll; ++i) {
     if (m_unposted == k_posted_receives)
-      return; // all taken in this call: the next one posts them again
+      return;                        // all taken in this call: the next one posts them again
     posted& slot = m_posted[m_next]; // the oldest posted receive: the next message in order
     int flag = 0;
     MPI_Status status;
-    check(MPI_Test(&slot.request, &flag, &status), "MPI_Test");
+    mpi_check(MPI_Test(&slot.request, &flag, &status), "MPI_Test");
     if (flag == 0)
       return;
     const auto from = static_cast<place_id>(status.MPI_SOURCE);
     int count = 0;
-    check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
+    mpi_check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
     if (count == MPI_UNDEFINED || count < 0)
       throw transport_error("apgas transport: MPI_Get_count gave no byte count");
     if (status.MPI_TAG == k_tag_announce) {
@@ -330,15 +279,15 @@ void mpi_transport::net_receive() {
       }
       big.resize_for_overwrite(static_cast<std::size_t>(size));
       // Sent right after its announcement: it is on its way. Probed until it is here, then
-      // received, as the first design received every message: a blocking MPI_Recv would wait
-      // inside MPI, which may yield the core when ranks share cores (Open MPI's
-      // yield_when_idle under --oversubscribe).
+      // received: a blocking MPI_Recv would wait inside MPI, which may yield the core when
+      // ranks share cores (Open MPI's yield_when_idle under --oversubscribe).
       MPI_Message message;
       for (int found = 0; found == 0;)
-        check(MPI_Improbe(status.MPI_SOURCE, k_tag, m_big, &found, &message, MPI_STATUS_IGNORE),
-              "MPI_Improbe");
-      check(MPI_Mrecv(big.data(), static_cast<int>(size), MPI_BYTE, &message, MPI_STATUS_IGNORE),
-            "MPI_Mrecv");
+        mpi_check(MPI_Improbe(status.MPI_SOURCE, k_tag, m_big, &found, &message, MPI_STATUS_IGNORE),
+                  "MPI_Improbe");
+      mpi_check(
+          MPI_Mrecv(big.data(), static_cast<int>(size), MPI_BYTE, &message, MPI_STATUS_IGNORE),
+          "MPI_Mrecv");
       accept(received{from, std::move(big), origin::network});
     } else {
       byte_buffer bytes = std::move(slot.bytes); // the slot gets one from the pool when posted
@@ -351,7 +300,8 @@ void mpi_transport::net_receive() {
 }
 
 void mpi_transport::cancel_posted_locked() noexcept {
-  if (!m_receives_posted) return;
+  if (!m_receives_posted)
+    return;
   for (posted& slot : m_posted) {
     if (slot.request == MPI_REQUEST_NULL)
       continue; // completed, not posted again
@@ -378,14 +328,14 @@ void mpi_transport::barrier() {
   MPI_Request request;
   {
     std::lock_guard net(m_net_lock);
-    check(MPI_Ibarrier(m_comm, &request), "MPI_Ibarrier");
+    mpi_check(MPI_Ibarrier(m_comm, &request), "MPI_Ibarrier");
   }
   for (;;) {
     const std::size_t delivered = poll(); // messages in flight still reach their handler
     int done = 0;
     {
       std::lock_guard net(m_net_lock);
-      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      mpi_check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
     }
     if (done != 0)
       return;
@@ -400,8 +350,7 @@ void mpi_transport::receive_and_drop_locked() {
       int flag = 0;
       MPI_Message message;
       MPI_Status status;
-      if (MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, &message, &status) !=
-              MPI_SUCCESS ||
+      if (MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, &message, &status) != MPI_SUCCESS ||
           flag == 0)
         break;
       int count = 0;
@@ -458,85 +407,16 @@ mpi_transport::~mpi_transport() {
 
 } // namespace
 
-// ---- process-level MPI ----------------------------------------------------------------------
-
-const char* to_string(mpi_thread_level level) noexcept {
-  switch (level) {
-  case mpi_thread_level::single:
-    return "MPI_THREAD_SINGLE";
-  case mpi_thread_level::funneled:
-    return "MPI_THREAD_FUNNELED";
-  case mpi_thread_level::serialized:
-    return "MPI_THREAD_SERIALIZED";
-  case mpi_thread_level::multiple:
-    return "MPI_THREAD_MULTIPLE";
-  }
-  return "MPI_THREAD_(unknown)";
-}
-
-mpi_thread_level mpi_init(int* argc, char*** argv, mpi_thread_level requested) {
-  int provided = MPI_THREAD_SINGLE;
-  if (mpi_is_finalized())
-    throw std::runtime_error("apgas: MPI was already finalized; it cannot be initialised again");
-  if (mpi_is_initialized()) {
-    check(MPI_Query_thread(&provided), "MPI_Query_thread");
-  } else {
-    const int rc = MPI_Init_thread(argc, argv, to_mpi(requested), &provided);
-    if (rc != MPI_SUCCESS)
-      throw std::runtime_error("apgas: MPI_Init_thread failed: " + error_text(rc));
-  }
-  const mpi_thread_level level = from_mpi(provided);
-  if (level < mpi_thread_level::serialized)
-    throw std::runtime_error(
-        std::string("apgas: MPI provides only ") + to_string(level) +
-        ", but the runtime needs at least MPI_THREAD_SERIALIZED (any one worker at a time "
-        "talks to MPI, not always the same one). Use an MPI library built with thread support "
-        "(Open MPI >= 3 and MPICH provide it by default).");
-  return level;
-}
-
-bool mpi_initialized() noexcept { return mpi_is_initialized() && !mpi_is_finalized(); }
-
-void mpi_finalize() {
+bool mpi_transport_exists() noexcept {
   // acquire: see g_live_transports.
-  if (g_live_transports.load(std::memory_order_acquire) != 0)
-    throw std::logic_error("apgas: mpi_finalize() while an MPI transport still exists");
-  if (!mpi_is_initialized() || mpi_is_finalized())
-    return;
-  const int rc = MPI_Finalize();
-  if (rc != MPI_SUCCESS)
-    throw std::runtime_error("apgas: MPI_Finalize failed: " + error_text(rc));
+  return g_live_transports.load(std::memory_order_acquire) != 0;
 }
 
-void mpi_abort(int code) noexcept {
-  if (mpi_is_initialized() && !mpi_is_finalized())
-    MPI_Abort(MPI_COMM_WORLD, code);
-  std::fflush(nullptr);
-  std::_Exit(code); // not initialised (or MPI_Abort returned): still end this process
-}
-
-bool mpi_launched() noexcept {
-  // Open MPI, MPICH/Hydra and Intel MPI (PMI), PMIx launchers (Open MPI 5, srun --mpi=pmix),
-  // Slurm's srun with PMI-1/2.
-  static constexpr std::array<const char*, 5> k_variables = {
-      "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK", "MPI_LOCALNRANKS",
-  };
-  return std::any_of(k_variables.begin(), k_variables.end(),
-                     [](const char* name) { return std::getenv(name) != nullptr; });
-}
-
-void install_mpi_error_handler() {
-  if (!mpi_is_initialized() || mpi_is_finalized())
-    throw std::logic_error("apgas: install_mpi_error_handler() needs MPI initialised");
-  check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-  check(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-}
-
-std::unique_ptr<transport> make_mpi_transport(const transport_options& options) {
+std::unique_ptr<transport> make_mpi_transport(const options& opts) {
   if (!mpi_is_initialized() || mpi_is_finalized())
     throw std::logic_error("apgas: make_mpi_transport() needs MPI initialised (mpi_init)");
   int provided = MPI_THREAD_SINGLE;
-  check(MPI_Query_thread(&provided), "MPI_Query_thread");
+  mpi_check(MPI_Query_thread(&provided), "MPI_Query_thread");
   if (provided < MPI_THREAD_SERIALIZED)
     throw std::runtime_error(std::string("apgas: MPI was initialised with ") +
                              to_string(from_mpi(provided)) +
@@ -548,17 +428,17 @@ std::unique_ptr<transport> make_mpi_transport(const transport_options& options) 
   try {
     MPI_Comm comm = MPI_COMM_NULL;
     MPI_Comm big = MPI_COMM_NULL;
-    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
-    check(MPI_Comm_dup(MPI_COMM_WORLD, &big), "MPI_Comm_dup");
-    // Errors on our communicators come back as codes, which check() turns into exceptions.
-    check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-    check(MPI_Comm_set_errhandler(big, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
+    mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &big), "MPI_Comm_dup");
+    // Errors on our communicators come back as codes, which mpi_check() turns into exceptions.
+    mpi_check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    mpi_check(MPI_Comm_set_errhandler(big, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     int rank = 0;
     int size = 0;
-    check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-    check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+    mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+    mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
     return std::make_unique<mpi_transport>(comm, big, static_cast<place_id>(rank),
-                                           static_cast<place_id>(size), options);
+                                           static_cast<place_id>(size), opts);
   } catch (...) {
     g_live_transports.fetch_sub(1, std::memory_order_acq_rel);
     throw;

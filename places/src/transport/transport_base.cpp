@@ -14,11 +14,12 @@ void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1) noexcept {
 }
 } // namespace
 
-transport_base::transport_base(place_id here, place_id places, const transport_options& options)
-    : m_here(here), m_places(places), m_options(options), m_coalescer(places, options) {
+transport_base::transport_base(place_id here, place_id places, const options& opts)
+    : m_here(here), m_places(places), m_max_outstanding_bytes(opts.max_outstanding_bytes),
+      m_max_outstanding_sends(opts.max_outstanding_sends), m_coalescer(places, opts) {
   if (here >= places)
     throw std::invalid_argument("apgas transport: here >= places");
-  if (options.max_outstanding_sends == 0)
+  if (opts.max_outstanding_sends == 0)
     throw std::invalid_argument("apgas transport: max_outstanding_sends must be at least 1");
 }
 
@@ -38,9 +39,8 @@ void transport_base::send(place_id to, std::span<const std::byte> message) {
   after_append(to, m_coalescer.append(to, message));
 }
 
-void transport_base::send_merged(place_id to, const merge_head& head,
-                                 std::size_t body_size, message_writer write_body,
-                                 const void* context) {
+void transport_base::send_merged(place_id to, const merge_head& head, std::size_t body_size,
+                                 message_writer write_body, const void* context) {
   if (to >= m_places)
     throw_bad_destination(to, m_places);
   after_append(to, m_coalescer.append_merged(to, head, body_size, write_body, context));
@@ -76,7 +76,7 @@ void transport_base::send_now_with(place_id to, std::span<const std::byte> messa
     std::lock_guard net(m_net_lock);
     // relaxed: see m_in_flight (increments are made under the lock we hold).
     if (!has_deferred_locked() &&
-        m_in_flight.load(std::memory_order_relaxed) < m_options.max_outstanding_sends)
+        m_in_flight.load(std::memory_order_relaxed) < m_max_outstanding_sends)
       sent = take_alone();
   }
   if (!sent) {
@@ -90,7 +90,8 @@ void transport_base::send_now_with(place_id to, std::span<const std::byte> messa
 void transport_base::send_now(place_id to, std::span<const std::byte> message) {
   send_now_with(to, message, [&] {
     std::optional<sealed_buffer> alone = m_coalescer.take_alone(to, message);
-    if (!alone) return false;
+    if (!alone)
+      return false;
     // Its completion is left to the next poll: testing an incomplete send costs a round of
     // MPI progress on the latency path (net_send_framed tests, as it may spare the record).
     issue_locked(outgoing_buffer{to, std::move(*alone)});
@@ -128,28 +129,30 @@ void transport_base::send_now_framed(place_id to, std::vector<std::byte>& framed
       std::lock_guard net(m_net_lock);
       // relaxed: see m_in_flight (increments are made under the lock we hold).
       if (!has_deferred_locked() &&
-          m_in_flight.load(std::memory_order_relaxed) < m_options.max_outstanding_sends &&
+          m_in_flight.load(std::memory_order_relaxed) < m_max_outstanding_sends &&
           m_coalescer.outstanding(to) == 0) {
         fast = true;
         sent = hand_over(false);
       }
     }
     if (fast) {
-      if (sent != framed_send::done && over_limits(to)) wait_for_room(to);
+      if (sent != framed_send::done && over_limits(to))
+        wait_for_room(to);
       return;
     }
   }
   send_now_with(to, message, [&] {
-    if (!m_coalescer.claim_alone(to, message.size())) return false;
+    if (!m_coalescer.claim_alone(to, message.size()))
+      return false;
     hand_over(true);
     return true;
   });
 }
 
-transport_base::framed_send transport_base::net_send_framed(place_id to,
-                                                            std::vector<std::byte>& framed,
-                                                            bool counted) {
-  if (!counted) count_framed_alone(to, framed.size()); // before the fake network completes it
+transport_base::framed_send
+transport_base::net_send_framed(place_id to, std::vector<std::byte>& framed, bool counted) {
+  if (!counted)
+    count_framed_alone(to, framed.size()); // before the fake network completes it
   sealed_buffer copy{byte_buffer{framed.size()}, 1};
   copy.bytes.append(framed.data(), framed.size());
   issue_locked(outgoing_buffer{to, std::move(copy)});
@@ -164,14 +167,14 @@ void transport_base::recycle_framed(std::vector<std::byte>&& framed) {
 }
 
 bool transport_base::over_limits(place_id to) const noexcept {
-  if (m_coalescer.outstanding(to) > m_options.max_outstanding_bytes)
+  if (m_coalescer.outstanding(to) > m_max_outstanding_bytes)
     return true;
   // Network messages sealed and not completed: not yet collected, waiting for room, in flight.
   // relaxed: see m_in_flight (a hint; wait_for_room() re-checks after making progress).
   const std::size_t sends = m_coalescer.sealed_buffers() +
                             m_deferred_count.load(std::memory_order_relaxed) +
                             m_in_flight.load(std::memory_order_relaxed);
-  return sends > m_options.max_outstanding_sends;
+  return sends > m_max_outstanding_sends;
 }
 
 void transport_base::wait_for_room(place_id to) {
@@ -180,7 +183,7 @@ void transport_base::wait_for_room(place_id to) {
   while (over_limits(to)) {
     // With a tiny byte limit the buffered bytes alone may exceed it. (Not for the send count:
     // sealing a partial buffer would only add a network message.)
-    if (m_coalescer.outstanding(to) > m_options.max_outstanding_bytes)
+    if (m_coalescer.outstanding(to) > m_max_outstanding_bytes)
       m_coalescer.seal(to);
     try_progress_sends();
     // Keeps receiving (and, unless nested in a handler, delivering) while waiting: a peer
@@ -245,7 +248,7 @@ void transport_base::drain_locked(coalescer::seal_mode mode) {
     // the value read is never below the truth (the cap is strict); a decrement not yet seen
     // only defers a buffer that could have left now, and the next drain issues it.
     if (has_deferred_locked() ||
-        m_in_flight.load(std::memory_order_relaxed) >= m_options.max_outstanding_sends) {
+        m_in_flight.load(std::memory_order_relaxed) >= m_max_outstanding_sends) {
       m_deferred.push_back(std::move(out)); // behind the older ones: per-destination order
       m_deferred_count.store(m_deferred.size() - m_deferred_head, std::memory_order_relaxed);
       continue;
@@ -257,7 +260,7 @@ void transport_base::drain_locked(coalescer::seal_mode mode) {
 void transport_base::issue_deferred_locked() {
   // relaxed: see drain_locked().
   while (has_deferred_locked() &&
-         m_in_flight.load(std::memory_order_relaxed) < m_options.max_outstanding_sends) {
+         m_in_flight.load(std::memory_order_relaxed) < m_max_outstanding_sends) {
     outgoing_buffer out = std::move(m_deferred[m_deferred_head++]);
     if (m_deferred_head == m_deferred.size()) {
       m_deferred.clear(); // keeps the capacity
@@ -377,9 +380,10 @@ std::size_t transport_base::poll() {
     ~clear_owner() { owner.store(std::thread::id{}, std::memory_order_relaxed); }
   } guard{m_poll_owner};
   progress(coalescer::seal_mode::due, true);
-  // The idle poll's test here, not in deliver(): its frame (the end-of-batch guard) is set up
-  // before any of its code runs, ~20 instructions on every round of an idle worker.
-  if (!m_has_current && m_pending_head == m_pending.size()) return 0;
+  // The idle poll's test here, not in deliver(): deliver()'s frame (the end-of-batch guard) is
+  // set up before any of its code runs, which every round of an idle worker would pay.
+  if (!m_has_current && m_pending_head == m_pending.size())
+    return 0;
   return deliver();
 }
 
@@ -395,7 +399,8 @@ std::size_t transport_base::deliver() {
     const batch_end_handler& hook;
     const std::size_t& delivered;
     ~end_of_batch() {
-      if (delivered != 0 && hook) hook();
+      if (delivered != 0 && hook)
+        hook();
     }
   } batch_guard{m_batch_end, delivered};
   // Only what is pending now: handlers that reply to loopback cannot keep this poll forever.

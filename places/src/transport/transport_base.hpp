@@ -3,11 +3,11 @@
 // supplies only the network: how a sealed buffer leaves, how sends complete, how network
 // messages arrive (fake_transport.cpp, mpi_transport.cpp). Internal to places/src/transport.
 //
-// Two limits bound what a place has outstanding: max_outstanding_bytes per destination (memory)
-// and max_outstanding_sends network messages per transport (MPI requests, whose completion
-// cost grows with their number). The second is enforced where buffers meet the network:
-// drain_locked() hands at most that many to net_send() at a time and queues the rest, in order,
-// in m_deferred until sends complete (network_done()). send() applies back-pressure on both.
+// Two limits bound what a place has outstanding (both apgas::options): max_outstanding_bytes per
+// destination (memory) and max_outstanding_sends network messages per transport (MPI requests,
+// whose completion cost grows with their number). The second is enforced where buffers meet the
+// network: drain_locked() hands at most that many to net_send() at a time and queues the rest, in
+// order, in m_deferred until sends complete (network_done()). send() applies back-pressure on both.
 //
 // Locks, in the order they may be taken:
 //   m_poll_lock  one poller at a time (try-lock); it owns m_pending and the delivery cursor.
@@ -15,13 +15,15 @@
 //                for short network operations, never while a handler runs.
 //   coalescer slot locks, then its active-list lock.
 // The first two are spin locks (which yield the core after a short spin): an idle worker takes
-// both on every poll, and a pthread mutex's lock and unlock cost ~100 instructions and two
-// atomic read-modify-writes there, a tenth of the poll that decides how soon a message is seen.
+// both on every poll, whose length decides how soon a message is seen, and a spin lock inlines
+// to one atomic RMW and one store where a pthread mutex's lock and unlock are out-of-line
+// library calls with two atomic RMWs.
 #pragma once
 
-#include "apgas/detail/coalescer.hpp"
 #include "apgas/detail/spin_lock.hpp"
 #include "apgas/detail/transport.hpp"
+
+#include "coalescer.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -61,7 +63,9 @@ protected:
     origin kind = origin::network;
   };
 
-  transport_base(place_id here, place_id places, const transport_options& options);
+  /// @brief Place `here` of `places`, with opts' coalescing and limits. Throws
+  /// std::invalid_argument unless here < places and opts.max_outstanding_sends >= 1.
+  transport_base(place_id here, place_id places, const options& opts);
   ~transport_base() override = default;
 
   /// @brief Hands one sealed buffer to the network. pre: to != here(); m_net_lock held.
@@ -141,7 +145,8 @@ protected:
 
   const place_id m_here;
   const place_id m_places;
-  const transport_options m_options;
+  const std::size_t m_max_outstanding_bytes; ///< options::max_outstanding_bytes
+  const std::size_t m_max_outstanding_sends; ///< options::max_outstanding_sends
   coalescer m_coalescer;
   spin_lock m_net_lock;
 
@@ -165,7 +170,7 @@ private:
   /// before unlocking m_poll_lock), so a thread reading its own id knows it is nested inside
   /// its own poll; any other value, stale or not, is not its id. Hence relaxed is enough.
   std::atomic<std::thread::id> m_poll_owner{};
-  handler m_handler; ///< set before the first poll, then read by the poll owner only
+  handler m_handler;             ///< set before the first poll, then read by the poll owner only
   batch_end_handler m_batch_end; ///< likewise; may be empty
 
   // Guarded by m_net_lock.

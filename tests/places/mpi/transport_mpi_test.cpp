@@ -1,6 +1,6 @@
 // The MPI transport under mpiexec -n 1, 2, 4 (a plain main: exit code 0 = pass).
 //   1. all-to-all of many small messages (and a few large ones) with checksums: counts, per-source
-//      order, and a coalescing ratio > 10; the last buffers leave by flush_interval alone;
+//      order, and a coalescing ratio > 10; the last buffers leave by the flush interval alone;
 //      then the same with three threads per rank sending at once;
 //   2. barrier correctness: nobody leaves round r before everyone entered it (same-host
 //      monotonic clock), and messages sent before a barrier are delivered;
@@ -12,8 +12,8 @@
 // (barrier() keeps delivering), so one handler serves all phases, dispatching on a header field.
 // Prints one summary line per rank.
 #include "apgas/detail/transport.hpp"
-#include "apgas/detail/transport_mpi.hpp"
 
+#include "transport_mpi.hpp"
 #include <unistd.h>
 
 #include <algorithm>
@@ -176,7 +176,7 @@ struct test_state {
 
 /// Every one of the phase's threads sends `count` data messages to every place (itself
 /// included), interleaved; the calling thread then polls until everything arrived.
-/// With `flush_at_end` false the tail leaves by flush_interval alone.
+/// With `flush_at_end` false the tail leaves by the flush interval alone.
 void exchange(transport& t, test_state& s, std::uint32_t phase, bool flush_at_end) {
   const place_id p = t.places();
   const place_id me = t.here();
@@ -222,8 +222,10 @@ int barriers(transport& t, test_state& s) {
   int checked = 0;
   for (std::size_t r = 0; r < s.rounds.size(); ++r) {
     // Ranks enter each round at different moments (the barrier must hold them all anyway).
-    const auto enter_at = std::chrono::steady_clock::now() + std::chrono::milliseconds((me + r) % p);
-    while (std::chrono::steady_clock::now() < enter_at) std::this_thread::yield();
+    const auto enter_at =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds((me + r) % p);
+    while (std::chrono::steady_clock::now() < enter_at)
+      std::this_thread::yield();
     const header h{me, k_barrier_phase, 0, 0, r, static_cast<std::uint64_t>(now_ns()), host};
     for (place_id k = 0; k < p; ++k)
       t.send(k, std::span(reinterpret_cast<const std::byte*>(&h), sizeof h));
@@ -254,8 +256,8 @@ int run() {
   constexpr std::uint64_t k_messages = 20000;
   test_state s;
 
-  // 1. Coalesced all-to-all; the tail leaves by flush_interval (no flush()).
-  transport_options options;
+  // 1. Coalesced all-to-all; the tail leaves by the flush interval (no flush()).
+  apgas::options options;
   auto t = make_mpi_transport(options);
   s.here = t->here();
   s.places = t->places();
@@ -313,7 +315,7 @@ int run() {
   // 4. Tiny buffers and a tiny back-pressure limit, three threads: the 150 kB messages always
   // exceed the limit, so senders must wait while they keep receiving (no deadlock, all arrive).
   options.coalesce = true;
-  options.buffer_bytes = 1024;
+  options.coalesce_bytes = 1024;
   options.max_outstanding_bytes = 4096;
   auto w = make_mpi_transport(options);
   const std::uint32_t pressed = s.add_phase(3, 5000);
@@ -329,7 +331,7 @@ int run() {
   // transport must keep at most k_cap requests alive, defer the rest in order, and hold the
   // senders back while it keeps receiving.
   constexpr std::size_t k_cap = 8;
-  options = transport_options{};
+  options = apgas::options{};
   options.coalesce = false;
   options.max_outstanding_sends = k_cap;
   auto c = make_mpi_transport(options);
@@ -353,19 +355,22 @@ int run() {
   std::uint64_t framed_sent = 0;
   std::uint64_t framed_received = 0;
   {
-    auto f = make_mpi_transport(transport_options{});
+    auto f = make_mpi_transport(apgas::options{});
     std::vector<std::uint64_t> next(p, 0);
     f->set_handler([&](place_id from, std::span<const std::byte> m) {
       std::uint64_t seq = ~std::uint64_t{0};
-      if (m.size() >= sizeof seq) std::memcpy(&seq, m.data(), sizeof seq);
-      if (seq != next[from]) s.fail("framed message out of order");
+      if (m.size() >= sizeof seq)
+        std::memcpy(&seq, m.data(), sizeof seq);
+      if (seq != next[from])
+        s.fail("framed message out of order");
       next[from] = seq + 1;
       ++framed_received;
     });
     std::vector<std::byte> framed;
     for (std::uint64_t i = 0; i < k_framed; ++i) {
       for (place_id to = 0; to < p; ++to) {
-        if (to == s.here) continue;
+        if (to == s.here)
+          continue;
         const std::size_t body = i % 50 == 49 ? 100 * 1000 : 16;
         framed.assign(k_frame_header + body, std::byte{0x5a});
         std::memcpy(framed.data() + k_frame_header, &i, sizeof i);
@@ -374,12 +379,14 @@ int run() {
       }
       f->poll();
     }
-    poll_until(*f, [&] { return framed_received == k_framed * (p - 1); }, "framed messages");
-    poll_until(*f, [&] { return f->quiescent(); }, "quiescence after framed messages");
+    poll_until(
+        *f, [&] { return framed_received == k_framed * (p - 1); }, "framed messages");
+    poll_until(
+        *f, [&] { return f->quiescent(); }, "quiescence after framed messages");
     const transport_stats fs = f->stats();
     if (fs.logical_messages_sent != framed_sent)
-      s.fail("framed: " + std::to_string(fs.logical_messages_sent) + " logical messages counted for " +
-             std::to_string(framed_sent) + " sent");
+      s.fail("framed: " + std::to_string(fs.logical_messages_sent) +
+             " logical messages counted for " + std::to_string(framed_sent) + " sent");
     if (fs.mpi_messages_sent < framed_sent)
       s.fail("framed: fewer MPI messages than frames sent alone");
     f->barrier();

@@ -1,22 +1,24 @@
 // The transport: how one place hands bytes to another. It is the only layer that talks to MPI;
 // everything above it (active messages, distributed finish, clocks, GLB) sees this interface,
-// so that protocols can be unit-tested on the in-process fake network (transport_fake.hpp) and
-// run unchanged over MPI (transport_mpi.hpp).
+// so that protocols can be unit-tested on the in-process fake network and run unchanged over
+// MPI. The implementations and their factories are private to places/src/transport
+// (transport_fake.hpp, transport_mpi.hpp, transport_single.hpp): only this interface is public.
 //
 // A *logical* message is what send() is given; a *network* message is what leaves the place:
 // several logical messages gathered per destination (coalescing, see coalescer.hpp), because
 // per-message software overhead is what kills fine-grained runtimes over MPI (HPX #429, #6105).
 #pragma once
 
+#include "apgas/options.hpp"
+
 #include <array>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <span>
-#include <vector>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace apgas::detail {
 
@@ -32,52 +34,22 @@ inline constexpr std::size_t k_frame_header = sizeof(std::uint32_t);
 /// sender does not need must be zero (they travel too).
 using merge_head = std::array<std::byte, 32>;
 
-/// @brief Tuning knobs of a transport.
-struct transport_options {
-  /// @brief Coalescing buffer per destination; a buffer leaves when it reaches this size.
-  /// Lowered at many places to fit memory_bytes (see coalescer::fitted_buffer_bytes).
-  std::size_t buffer_bytes = std::size_t{64} * 1024;
-  /// @brief What the coalescing buffers of all destinations may hold together, the ones kept
-  /// for reuse included: a place of a run over thousands of places may have a buffer for each.
-  std::size_t memory_bytes = std::size_t{256} << 20;
-  /// @brief A non-empty buffer leaves after at most this long (checked by poll()).
-  std::chrono::microseconds flush_interval{200};
-  /// @brief Per destination: bytes accepted by send() and not yet taken by the network
-  /// (buffered or in flight). Above it send() applies back-pressure.
-  std::size_t max_outstanding_bytes = std::size_t{8} << 20;
-  /// @brief Per transport (all destinations together): network messages handed to the network
-  /// and not yet completed, i.e. MPI_Isend requests alive, at most. Sealed buffers beyond it wait
-  /// in order inside the transport until earlier sends complete, and once more than this many
-  /// are sealed and not completed, a send() that seals a buffer applies back-pressure as for
-  /// bytes (one that only adds to a buffer adds no network message). Why a count and
-  /// not only bytes: MPI_Testsome scans every request it is given but completes only a few per
-  /// call (Open MPI: about 16), so without coalescing 8 MiB of 40-byte messages would be 200,000
-  /// live requests and completing them would cost time quadratic in their number (200,000
-  /// asyncs without coalescing stalled for minutes). 256 keeps each scan short (measured on 2
-  /// places: 64 to 1024 all run at 1-3 M messages/s, 4096 already falls to ~0.15 M) and is
-  /// still large enough not to limit coalesced traffic: 256 full 64 KiB buffers are 16 MiB,
-  /// more than max_outstanding_bytes to one place. pre: >= 1.
-  std::size_t max_outstanding_sends = 256;
-  /// @brief false: every send() is its own network message (for measurements and debugging).
-  bool coalesce = true;
-};
-
 /// @brief Counters of a transport. Loopback traffic (to here()) counts as logical messages
 /// only: it never becomes an MPI message. Coalescing ratio = logical / mpi (remote traffic).
 struct transport_stats {
-  std::uint64_t logical_messages_sent = 0;     ///< send() calls, counted when enqueued
+  std::uint64_t logical_messages_sent = 0; ///< send() calls, counted when enqueued
   /// Handler calls: a merged message (send_merged) counts once, however many it holds.
   std::uint64_t logical_messages_received = 0;
-  std::uint64_t mpi_messages_sent = 0;         ///< network messages to other places
-  std::uint64_t mpi_messages_received = 0;     ///< network messages from other places
-  std::uint64_t bytes_sent = 0;                ///< network bytes (frames included)
-  std::uint64_t bytes_received = 0;            ///< network bytes (frames included)
-  std::uint64_t backpressure_waits = 0;        ///< send() calls that had to wait for room
+  std::uint64_t mpi_messages_sent = 0;     ///< network messages to other places
+  std::uint64_t mpi_messages_received = 0; ///< network messages from other places
+  std::uint64_t bytes_sent = 0;            ///< network bytes (frames included)
+  std::uint64_t bytes_received = 0;        ///< network bytes (frames included)
+  std::uint64_t backpressure_waits = 0;    ///< send() calls that had to wait for room
   /// High-water mark of network messages handed to the network and not yet completed (live
-  /// MPI send requests); never above transport_options::max_outstanding_sends.
+  /// MPI send requests); never above options::max_outstanding_sends.
   std::uint64_t peak_sends_in_flight = 0;
-  /// The coalescing buffer per destination in use: transport_options::buffer_bytes, or less
-  /// at many places (see transport_options::memory_bytes).
+  /// The coalescing buffer per destination in use: options::coalesce_bytes, or less at many
+  /// places (see options::coalesce_memory_mib).
   std::uint64_t buffer_bytes = 0;
 };
 
@@ -103,11 +75,11 @@ public:
   virtual place_id places() const noexcept = 0;
 
   /// @brief Appends one logical message (a copy) to the coalescing buffer of `to`.
-  /// The buffer leaves as one network message when full, on flush(), or once flush_interval has
-  /// passed (checked in poll()). If more than max_outstanding_bytes to `to` are outstanding, or
-  /// more than max_outstanding_sends network messages (to any place) are sealed and not yet
-  /// completed, send() makes progress itself (it keeps receiving and delivering) until below
-  /// the limits.
+  /// The buffer leaves as one network message when full, on flush(), or once options::flush_us
+  /// have passed (checked in poll()). If more than options::max_outstanding_bytes to `to` are
+  /// outstanding, or more than options::max_outstanding_sends network messages (to any place)
+  /// are sealed and not yet completed, send() makes progress itself (it keeps receiving and
+  /// delivering) until below the limits.
   /// pre: to < places(); message.size() < 2 GiB. `to` may be here() (loopback, no MPI).
   /// Throws std::out_of_range / std::length_error when the precondition is violated; while
   /// waiting for room it polls, so poll()'s exceptions may also come out of send().
@@ -147,8 +119,8 @@ public:
     send_now(to, std::span<const std::byte>(framed).subspan(k_frame_header));
   }
 
-  /// @brief Turns coalescing on or off for the messages sent from now on (transport_options::
-  /// coalesce at start). What is buffered stays buffered until it leaves as usual.
+  /// @brief Turns coalescing on or off for the messages sent from now on (options::coalesce at
+  /// start). What is buffered stays buffered until it leaves as usual.
   virtual void set_coalescing(bool on) { (void)on; }
 
   /// @brief Sends every non-empty buffer now (a place going idle, a finish about to wait).

@@ -61,7 +61,8 @@ inline std::byte* start_frame(byte_buffer& out, std::size_t size) {
 /// @brief Appends one frame (length prefix + bytes) to `out`. pre: size <= k_max_message_bytes.
 inline void append_frame(byte_buffer& out, std::span<const std::byte> message) {
   std::byte* at = start_frame(out, message.size());
-  if (!message.empty()) std::memcpy(at, message.data(), message.size());
+  if (!message.empty())
+    std::memcpy(at, message.data(), message.size());
 }
 
 /// @brief Checks that `network_message` is a whole number of well-formed frames.
@@ -97,7 +98,7 @@ struct outgoing_buffer {
   sealed_buffer buffer;
 };
 
-/// @brief Per-destination coalescing buffers with flush_interval and back-pressure accounting.
+/// @brief Per-destination coalescing buffers with a flush interval and back-pressure accounting.
 /// Thread-safety: append, seal, recycle, complete and the observers from any thread;
 /// collect from one thread at a time (the caller serialises it).
 class coalescer {
@@ -111,23 +112,24 @@ public:
   /// @brief What collect() seals before handing out the sealed buffers.
   enum class seal_mode {
     none, ///< only buffers already sealed (full ones)
-    due,  ///< also buffers whose flush_interval has passed
+    due,  ///< also buffers whose flush interval (options::flush_us) has passed
     all,  ///< also every non-empty buffer (flush)
   };
 
-  /// @brief The buffer per destination for `destinations` places: options.buffer_bytes, or
+  /// @brief The buffer per destination for `destinations` places: opts.coalesce_bytes, or
   /// less if the buffers of all destinations (one being filled and k_pool_per_destination kept
-  /// for reuse each) would hold more than options.memory_bytes; never below
-  /// k_min_fitted_buffer_bytes (nor above options.buffer_bytes).
-  static std::size_t fitted_buffer_bytes(std::size_t destinations,
-                                         const transport_options& options) noexcept;
+  /// for reuse each) would hold more than opts.coalesce_memory_mib MiB; never below
+  /// k_min_fitted_buffer_bytes (nor above opts.coalesce_bytes).
+  static std::size_t fitted_buffer_bytes(std::size_t destinations, const options& opts) noexcept;
   /// @brief The least a buffer is lowered to: a few dozen remote asyncs still travel together
   /// (at 65,536 places that is 320 MiB of buffers, over the default budget).
   static constexpr std::size_t k_min_fitted_buffer_bytes = 1024;
   /// @brief The buffer per destination in use (see fitted_buffer_bytes).
-  std::size_t buffer_bytes() const noexcept { return m_options.buffer_bytes; }
-  /// @brief Buffers for `destinations` places. pre: options.buffer_bytes > 0.
-  coalescer(std::size_t destinations, const transport_options& options);
+  std::size_t buffer_bytes() const noexcept { return m_buffer_bytes; }
+  /// @brief Buffers for `destinations` places, with opts' coalescing buffer, flush interval,
+  /// byte limit and coalescing switch. Throws std::invalid_argument unless 0 <
+  /// opts.coalesce_bytes < 2 GiB.
+  coalescer(std::size_t destinations, const options& opts);
   ~coalescer();
   coalescer(const coalescer&) = delete;
   coalescer& operator=(const coalescer&) = delete;
@@ -239,8 +241,9 @@ private:
   /// by different threads.
   struct alignas(64) slot {
     // A spin lock: held for a copy of one message (or a buffer move), and almost never contended
-    // (one sender per destination at a time, usually); a mutex cost ~60 instructions per remote
-    // async, an eighth of its sending.
+    // (one sender per destination at a time, usually). It inlines to one atomic RMW and one
+    // store, where a pthread mutex's lock and unlock are out-of-line library calls with two
+    // atomic RMWs, on the path of every remote async.
     spin_lock lock;
     byte_buffer current;                ///< the buffer being filled
     std::uint32_t current_messages = 0; ///< logical messages in `current`
@@ -283,8 +286,8 @@ private:
 
   static constexpr std::int64_t k_never = std::numeric_limits<std::int64_t>::max();
 
-  /// a == b, without a call to memcmp and with one branch: four words. (A call to memcmp cost
-  /// a sixth of append_merged, which compares heads on every append.)
+  /// a == b in four word compares and one branch, inline: append_merged compares heads on
+  /// every append, where a call to memcmp would cost more than the compare itself.
   static bool same_head(const std::byte* a, const merge_head& b) noexcept {
     static_assert(sizeof(merge_head) % sizeof(std::uint64_t) == 0);
     std::uint64_t differ = 0;
@@ -304,22 +307,22 @@ private:
     // Only into the last frame, only with the same head, and only within a buffer's size: a
     // merged frame never makes a buffer larger than a full one. (A buffer started without
     // coalescing was sealed at once, so merge_at is set only in one started with it.)
-    if (s.merge_at == slot::k_no_merge || s.current.size() + body_size > m_options.buffer_bytes ||
+    if (s.merge_at == slot::k_no_merge || s.current.size() + body_size > m_buffer_bytes ||
         !same_head(s.current.data() + s.merge_at + k_frame_header, head))
       return false;
     std::byte* length_at = s.current.data() + s.merge_at;
-    std::uint32_t length; // <= buffer_bytes < 2 GiB, see the constructor
+    std::uint32_t length; // <= m_buffer_bytes < 2 GiB, see the constructor
     std::memcpy(&length, length_at, k_frame_header);
     length += static_cast<std::uint32_t>(body_size);
     std::memcpy(length_at, &length, k_frame_header);
     write_body(s.current.extend(body_size), context);
     ++s.current_messages;
     s.count_appended(body_size);
-    result.over_bytes = s.outstanding() > m_options.max_outstanding_bytes;
+    result.over_bytes = s.outstanding() > m_max_outstanding_bytes;
     // relaxed: see set_coalescing. Switched off since the buffer started: it leaves now, as
     // after any append without coalescing.
-    if (!m_coalesce.load(std::memory_order_relaxed) ||
-        s.current.size() >= m_options.buffer_bytes) [[unlikely]] {
+    if (!m_coalesce.load(std::memory_order_relaxed) || s.current.size() >= m_buffer_bytes)
+        [[unlikely]] {
       seal_locked(s);
       result.sealed = true;
     }
@@ -340,8 +343,11 @@ private:
                                   bool mergeable);
   void lower_next_due(clock::time_point due) noexcept;
 
-  const transport_options m_options;
-  std::atomic<bool> m_coalesce; ///< starts as m_options.coalesce (see set_coalescing)
+  /// The buffer per destination: options::coalesce_bytes, fitted (see fitted_buffer_bytes).
+  const std::size_t m_buffer_bytes;
+  const clock::duration m_flush_interval;    ///< options::flush_us
+  const std::size_t m_max_outstanding_bytes; ///< options::max_outstanding_bytes
+  std::atomic<bool> m_coalesce;              ///< starts as options::coalesce (see set_coalescing)
   const std::size_t m_destinations;
   std::unique_ptr<slot[]> m_slots;
 

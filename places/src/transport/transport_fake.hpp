@@ -7,9 +7,9 @@
 //
 // Timing: a network message is "in flight" (counted against max_outstanding_bytes and, as one
 // send request, against max_outstanding_sends) until the destination endpoint's poll() takes
-// it, so a receiver that polls slowly applies back-pressure to its senders. A sender waiting for room therefore needs someone to poll the destination:
-// drive each endpoint from its own thread, or, single-threaded, stay below the limit and use
-// poll_all().
+// it, so a receiver that polls slowly applies back-pressure to its senders. A sender waiting for
+// room therefore needs someone to poll the destination: drive each endpoint from its own thread,
+// or, single-threaded, stay below the limit and use poll_all().
 #pragma once
 
 #include "apgas/detail/transport.hpp"
@@ -27,12 +27,12 @@ namespace apgas::detail {
 class fake_network {
 public:
   /// @brief A network of `places` endpoints.
+  /// @param opts the coalescing and the limits of every endpoint.
   /// @param seed seeds the reordering (the same arrivals then give the same delivery order).
   /// @param reorder deliver network messages from different sources in random order.
   /// @param reorder_same_source also reorder network messages from one source (breaks FIFO).
-  explicit fake_network(std::size_t places, const transport_options& options = {},
-                        std::uint64_t seed = 1, bool reorder = false,
-                        bool reorder_same_source = false);
+  explicit fake_network(std::size_t places, const options& opts = {}, std::uint64_t seed = 1,
+                        bool reorder = false, bool reorder_same_source = false);
   ~fake_network();
   fake_network(const fake_network&) = delete;
   fake_network& operator=(const fake_network&) = delete;

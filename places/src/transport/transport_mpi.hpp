@@ -47,6 +47,6 @@ void install_mpi_error_handler();
 /// @brief The transport over MPI: place = rank of a private duplicate of MPI_COMM_WORLD.
 /// Collective (MPI_Comm_dup): every rank calls it. pre: mpi_init() succeeded.
 /// Throws std::logic_error if another MPI transport exists, transport_error on MPI errors.
-std::unique_ptr<transport> make_mpi_transport(const transport_options& options = {});
+std::unique_ptr<transport> make_mpi_transport(const options& opts = {});
 
 } // namespace apgas::detail

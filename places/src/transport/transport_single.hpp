@@ -8,6 +8,6 @@
 namespace apgas::detail {
 
 /// @brief A transport with one place whose messages go to itself.
-std::unique_ptr<transport> make_single_place_transport(const transport_options& options = {});
+std::unique_ptr<transport> make_single_place_transport(const options& opts = {});
 
 } // namespace apgas::detail
