@@ -1,0 +1,111 @@
+// The counting of a distributed clock's phases, without transport or scheduler: what a place
+// reports when its registrants have all ended a phase, and how a tallying place decides that a
+// phase has ended everywhere. The protocol around it is clocks/src/clock_protocol.hpp.
+//
+// A phase ends when every activity registered in it has resumed or dropped. That is a
+// termination problem in each phase, and it is counted the way the distributed finish counts
+// activities (vector counting flushed on local quiet): each place reports, once its registrants
+// of the phase have all resumed or dropped, how many did so since its last report (completed),
+// how many of those stay registered into the next phase (carried), and how many new activities
+// its registrants registered at each other place (sent). A tally keeps, per phase and place,
+//   pending = base + carried in from the previous phase + sent there - completed there,
+// and the phase has ended when every pending count is zero and the phase before it has ended.
+//
+// Why never early. A registration travels only with an activity that a registrant spawns
+// before it resumes (a resumed clock cannot be transmitted), and it is counted as sent in the
+// spawner's place's report, which is taken only once that registrant (and every other one of
+// the phase there) has resumed. So while any registrant of phase p has not resumed, or any
+// registration of p is in flight, some pending count of p is positive: its own place's, or the
+// one of the place that sent it and has not reported it yet (that place is itself pending
+// until it reports). The reports of one place for one phase are applied in the order they
+// were taken (a sequence number; one taken later can arrive first when two threads send), and
+// those of different places may arrive in any order: a count below zero keeps the phase open
+// too. A phase's registrants are those carried from the previous phase plus those sent in it,
+// and every carry is known once the previous phase has ended everywhere: hence phases end in
+// order. Registrants present before the clock first left its place are the home's `base`, in
+// its first report.
+//
+// The result of a phase's reduction is folded in a canonical order (by place, then by report)
+// so that every tallying place computes the same value, floating point included.
+#pragma once
+
+#include "apgas/clock_reduce.hpp"
+
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+namespace apgas::detail {
+
+using place_id = std::uint32_t;
+
+/// @brief A place's partial reduction of one report (empty: nobody contributed).
+struct clock_partial {
+  combine_fn combine = nullptr;
+  std::vector<std::byte> value;
+  bool empty() const noexcept { return combine == nullptr; }
+};
+
+/// @brief What a place tells the tallying places when its registrants of a phase have all
+/// resumed or dropped.
+struct clock_report {
+  place_id from = 0;
+  std::uint64_t first_phase = 0; ///< the phase in which the clock first left its home
+  std::uint64_t phase = 0;
+  std::uint64_t seq = 0;       ///< 0, 1, ... per place and phase
+  std::uint64_t base = 0;      ///< registrants present before the clock left the home (once)
+  std::uint64_t completed = 0; ///< registrants that resumed or dropped since the last report
+  std::uint64_t carried = 0;   ///< of those, registrants that stay into the next phase
+  std::vector<std::pair<place_id, std::uint64_t>> sent; ///< registrations sent, per place
+  clock_partial partial;
+};
+
+/// @brief A phase that has ended everywhere, with its reduction's result.
+struct clock_phase_end {
+  std::uint64_t phase = 0;
+  clock_partial result;
+  /// Places whose registrants stay into the next phase (they wait for this end).
+  std::vector<place_id> carried_at;
+  /// No registrant stays: the clock is over.
+  bool last = false;
+};
+
+/// @brief The tally of one clock at one tallying place. Thread-safety: none (the caller's lock).
+class clock_tally {
+public:
+  /// @param first_phase the phase in which the clock first left its home: phases end in order
+  /// from there.
+  explicit clock_tally(std::uint64_t first_phase) : m_oldest(first_phase) {}
+
+  /// @brief Applies `r`, or holds it back until the earlier reports of its place and phase
+  /// are in. Appends the phases that ended to `ended`, in order.
+  /// @throws clock_use_exception if the phase's reductions disagree (another op or type).
+  void apply(clock_report r, std::vector<clock_phase_end>& ended);
+  /// @brief The oldest phase that has not ended.
+  std::uint64_t oldest_open_phase() const noexcept { return m_oldest; }
+  /// @brief True once a phase ended with no registrant carried (see clock_phase_end::last).
+  bool over() const noexcept { return m_over; }
+  /// @brief Places with a non-zero pending count in the oldest open phase (diagnostics).
+  std::vector<std::pair<place_id, std::int64_t>> waiting_for() const;
+
+private:
+  struct phase_state {
+    std::map<place_id, std::int64_t> pending; ///< non-zero entries only
+    std::map<place_id, std::uint64_t> next_seq;
+    std::vector<clock_report> held; ///< arrived before an earlier one of their place
+    /// (place, seq) -> partial, folded in this order when the phase ends.
+    std::map<std::pair<place_id, std::uint64_t>, clock_partial> partials;
+    std::map<place_id, std::uint64_t> carried; ///< per place, into the next phase
+    bool touched = false; ///< a report or a carry reached it (an untouched phase never ends)
+  };
+  void apply_in_order(const clock_report& r, phase_state& ph);
+  void adjust(phase_state& ph, place_id p, std::int64_t delta);
+  bool try_end_oldest(std::vector<clock_phase_end>& ended);
+
+  std::map<std::uint64_t, phase_state> m_phases;
+  std::uint64_t m_oldest;
+  bool m_over = false;
+};
+
+} // namespace apgas::detail

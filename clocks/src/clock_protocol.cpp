@@ -1,0 +1,197 @@
+// The distributed clock protocol's module: the table of clocks that left their home, reports
+// and releases (see clock_protocol.hpp).
+#include "clock_protocol.hpp"
+
+#include "apgas/detail/message_format.hpp"
+#include "apgas/detail/scheduler.hpp"
+#include "apgas/serialization.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace apgas::detail {
+
+APGAS_REGISTER_PROTOCOL_MODULE(clocks,
+                               [](place_engine& engine) { engine.add_module<clock_protocol>(); });
+
+namespace {
+
+/// A partial reduction on the wire: the combine function's code offset (0: none), its bytes.
+void put_partial(byte_writer& w, const clock_partial& p) {
+  const std::int64_t code = p.empty() ? 0 : code_offset(reinterpret_cast<const void*>(p.combine));
+  serialize_all(w, code, p.value);
+}
+clock_partial get_partial(byte_reader& r) {
+  clock_partial p;
+  const auto code = deserialize<std::int64_t>(r);
+  p.value = deserialize<std::vector<std::byte>>(r);
+  if (code != 0) p.combine = reinterpret_cast<combine_fn>(const_cast<void*>(code_at(code)));
+  if (!p.empty() && (p.value.empty() || p.value.size() > k_max_reduce_bytes))
+    throw transport_error("apgas: a clock message carries a reduction value of a wrong size");
+  return p;
+}
+
+} // namespace
+
+clock_protocol::clock_protocol(place_engine& engine)
+    : m_engine(engine), m_sched(engine.sched()), m_here(engine.here()), m_places(engine.places()),
+      m_kind_report(engine.add_handler<&clock_protocol::on_report>(*this, "clock report")),
+      m_kind_release(engine.add_handler<&clock_protocol::on_release>(*this, "clock release")) {
+  engine.describes_state_with<&clock_protocol::describe>(*this, "clocks that left their home");
+}
+
+clock_protocol::~clock_protocol() {
+  std::lock_guard guard(m_table_mutex);
+  for (auto& [id, px] : m_table) delete px; // none remain once every clock is over
+}
+
+clock_protocol& clock_protocol::current() {
+  clock_protocol* m = place_engine::current().find_module<clock_protocol>();
+  if (m == nullptr) [[unlikely]]
+    throw std::logic_error("apgas: the clock module is missing from this runtime");
+  return *m;
+}
+
+// ---- the table -------------------------------------------------------------------------------
+
+clock_proxy& clock_protocol::make_clock(signal s) {
+  // relaxed: only uniqueness of the serial matters.
+  const clock_id id{m_here, m_next_serial.fetch_add(1, std::memory_order_relaxed)};
+  auto* px = new clock_proxy(*this, id, 1, s, std::nullopt);
+  px->retain();
+  m_counters.clocks_made.fetch_add(1, std::memory_order_relaxed); // a statistic
+  return *px;
+}
+
+void clock_protocol::enter(clock_proxy& px) {
+  std::lock_guard guard(m_table_mutex);
+  m_table.emplace(px.id(), &px);
+}
+
+clock_proxy* clock_protocol::find(const clock_id& id, const clock_token* create_from) {
+  std::lock_guard guard(m_table_mutex);
+  auto it = m_table.find(id);
+  if (it == m_table.end()) {
+    if (create_from == nullptr) return nullptr;
+    auto* px = new clock_proxy(*this, id, create_from->phase, create_from->default_signal,
+                               create_from->first_phase);
+    it = m_table.emplace(id, px).first;
+  }
+  // Retained under the table's mutex: release_idle decides to free under it too.
+  it->second->retain();
+  return it->second;
+}
+
+clock_proxy& clock_protocol::adopt(const clock_token& t) {
+  if (t.first_phase == 0 || t.phase < t.first_phase)
+    throw transport_error("apgas: a clock registration arrived damaged");
+  return *find(t.id, &t);
+}
+
+void clock_protocol::release_idle(clock_proxy& px) noexcept {
+  {
+    std::lock_guard guard(m_table_mutex);
+    if (!px.idle()) return; // retained again, or it still owes a report or a tally
+    m_table.erase(px.id()); // (a local clock is not in the table)
+  }
+  delete &px;
+}
+
+// ---- messages --------------------------------------------------------------------------------
+
+void clock_protocol::send_report(const clock_proxy& px, const clock_report& r) {
+  std::vector<std::byte> bytes;
+  byte_writer w(bytes);
+  // The first phase rides on every report: a place may hear of the clock first from a report
+  // of a later phase, and its tally must start where the clock left its home.
+  serialize_all(w, m_kind_report, px.id().home, px.id().serial, r.first_phase, r.phase, r.seq,
+                r.base, r.completed, r.carried, r.sent);
+  put_partial(w, r.partial);
+  transport& net = m_engine.net();
+  if (all_to_all()) {
+    for (place_id p = 0; p < m_places; ++p) {
+      if (p == m_here) continue;
+      m_counters.reports_sent.fetch_add(1, std::memory_order_relaxed); // a statistic
+      net.send(p, bytes);
+    }
+  } else if (px.id().home != m_here) {
+    m_counters.reports_sent.fetch_add(1, std::memory_order_relaxed);
+    net.send(px.id().home, bytes);
+  }
+  net.flush(); // the phase waits for it
+}
+
+void clock_protocol::send_release(const clock_proxy& px, const clock_phase_end& end) {
+  std::vector<std::byte> bytes;
+  byte_writer w(bytes);
+  serialize_all(w, m_kind_release, px.id().home, px.id().serial, end.phase,
+                static_cast<std::uint8_t>(end.last ? 1 : 0));
+  put_partial(w, end.result);
+  transport& net = m_engine.net();
+  for (place_id p : end.carried_at) {
+    if (p == m_here) continue;
+    m_counters.releases_sent.fetch_add(1, std::memory_order_relaxed); // a statistic
+    net.send(p, bytes);
+  }
+  net.flush();
+}
+
+void clock_protocol::on_report(place_id from, std::span<const std::byte> body) {
+  byte_reader r(body);
+  clock_id id;
+  clock_report rep;
+  rep.from = from;
+  id.home = deserialize<place_id>(r);
+  id.serial = deserialize<std::uint64_t>(r);
+  rep.first_phase = deserialize<std::uint64_t>(r);
+  rep.phase = deserialize<std::uint64_t>(r);
+  rep.seq = deserialize<std::uint64_t>(r);
+  rep.base = deserialize<std::uint64_t>(r);
+  rep.completed = deserialize<std::uint64_t>(r);
+  rep.carried = deserialize<std::uint64_t>(r);
+  rep.sent = deserialize<std::vector<std::pair<place_id, std::uint64_t>>>(r);
+  rep.partial = get_partial(r);
+  r.expect_end();
+  if (rep.first_phase == 0 || rep.phase < rep.first_phase)
+    throw transport_error("apgas: a clock report arrived damaged");
+  const clock_token create{id, rep.first_phase, rep.first_phase, signal::lazy};
+  clock_proxy* px = find(id, &create);
+  px->on_report(std::move(rep));
+  px->release();
+}
+
+void clock_protocol::on_release(place_id /*from*/, std::span<const std::byte> body) {
+  byte_reader r(body);
+  clock_id id;
+  clock_phase_end end;
+  id.home = deserialize<place_id>(r);
+  id.serial = deserialize<std::uint64_t>(r);
+  end.phase = deserialize<std::uint64_t>(r);
+  end.last = deserialize<std::uint8_t>(r) != 0;
+  end.result = get_partial(r);
+  r.expect_end();
+  clock_proxy* px = find(id, nullptr);
+  if (px == nullptr) {
+    std::fprintf(stderr, "apgas: place %u: release of phase %llu for unknown clock %u:%llu\n",
+                 m_here, static_cast<unsigned long long>(end.phase), id.home,
+                 static_cast<unsigned long long>(id.serial));
+    std::abort();
+  }
+  px->on_release(std::move(end));
+  px->release();
+}
+
+void clock_protocol::wake(const std::vector<clock_waiter*>& w) {
+  for (clock_waiter* waiter : w) m_sched.inject(as_independent(waiter->activity));
+}
+
+std::string clock_protocol::describe() const {
+  std::lock_guard guard(m_table_mutex);
+  std::string s;
+  for (const auto& [id, px] : m_table) s += px->describe();
+  return s;
+}
+
+} // namespace apgas::detail

@@ -1,0 +1,103 @@
+// The distributed clock protocol: a protocol module with two message kinds.
+//
+// Messages (each coalesced with other traffic, then flushed: somebody waits for the phase):
+//   clock report   clock id, first phase, clock_report     a place whose registrants of a phase
+//                  have all resumed -> every place (up to k_all_to_all_places), else the home
+//   clock release  clock id, phase, result, last flag      the home -> the places whose
+//                  registrants carry into the next phase (beyond k_all_to_all_places)
+// A registration travels with its activity (a clock_token argument of the remote async).
+//
+// Up to k_all_to_all_places places every place tallies every report, so a phase ends at each
+// place one message after its last resume anywhere (MPI_Barrier's dissemination algorithm
+// takes log2 P messages): P - 1 messages per place and phase. Beyond, reports go to the home
+// and the home releases the places: two messages of latency, O(P) messages per phase.
+#pragma once
+
+#include "apgas/detail/place_engine.hpp"
+#include "apgas/detail/protocol_module.hpp"
+
+#include "clock_proxy.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace apgas::detail {
+
+class scheduler;
+
+/// @brief Places up to which every place tallies every report (see the top of this file).
+inline constexpr place_id k_all_to_all_places = 16;
+
+/// @brief Clock messages and phases of a place (relaxed counters: statistics only).
+struct clock_counters {
+  std::atomic<std::uint64_t> clocks_made{0};
+  std::atomic<std::uint64_t> phases_ended{0};    ///< phase ends seen by this place's registrants
+  std::atomic<std::uint64_t> reports_sent{0};    ///< clock report messages
+  std::atomic<std::uint64_t> releases_sent{0};   ///< clock release messages
+  std::atomic<std::uint64_t> advances_waited{0}; ///< advances that suspended
+};
+
+/// @brief The clock module of a place. Thread-safety: any thread.
+class clock_protocol final : public protocol_module {
+public:
+  explicit clock_protocol(place_engine& engine);
+  ~clock_protocol() override;
+
+  /// @brief The module of this process's runtime. pre: a runtime exists.
+  static clock_protocol& current();
+
+  place_id here() const noexcept { return m_here; }
+  place_id places() const noexcept { return m_places; }
+  scheduler& sched() const noexcept { return m_sched; }
+  bool all_to_all() const noexcept { return m_places <= k_all_to_all_places; }
+  clock_counters& counters() noexcept { return m_counters; }
+
+  /// @brief A new clock homed here, local until it first leaves (retained once).
+  clock_proxy& make_clock(signal s);
+  /// @brief Enters a clock that is leaving its home into the table (reports then find it).
+  void enter(clock_proxy& px);
+  /// @brief The proxy here of a token's clock (created if needed), retained once.
+  clock_proxy& adopt(const clock_token& t);
+  /// @brief Frees `px` if nothing refers to it and it owes nothing (pre: its references are 0).
+  void release_idle(clock_proxy& px) noexcept;
+
+  /// @brief Sends `r` to the tallying places (not here: the caller applied it here if it
+  /// tallies). Then flushes.
+  void send_report(const clock_proxy& px, const clock_report& r);
+  /// @brief The home sends `end` to the places whose registrants carry into the next phase.
+  void send_release(const clock_proxy& px, const clock_phase_end& end);
+  /// @brief Makes the activities of `w` runnable (outside any clock lock).
+  void wake(const std::vector<clock_waiter*>& w);
+
+private:
+  void on_report(place_id from, std::span<const std::byte> body);
+  void on_release(place_id from, std::span<const std::byte> body);
+  /// The proxy of `id` in the table, retained once; null if absent and not to be created.
+  clock_proxy* find(const clock_id& id, const clock_token* create_from);
+  std::string describe() const;
+
+  struct id_hash {
+    std::size_t operator()(const clock_id& id) const noexcept {
+      return std::hash<std::uint64_t>{}(id.serial * 0x9E3779B97F4A7C15ULL ^ id.home);
+    }
+  };
+
+  place_engine& m_engine;
+  scheduler& m_sched;
+  place_id m_here;
+  place_id m_places;
+  message_kind m_kind_report;
+  message_kind m_kind_release;
+  clock_counters m_counters;
+  std::atomic<std::uint64_t> m_next_serial{1}; ///< relaxed: only uniqueness matters
+  mutable std::mutex m_table_mutex;            ///< guards m_table
+  /// Clocks that left their home, by id (a local clock is reached through its registrations).
+  std::unordered_map<clock_id, clock_proxy*, id_hash> m_table;
+};
+
+} // namespace apgas::detail

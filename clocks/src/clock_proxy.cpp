@@ -1,0 +1,322 @@
+// One clock at one place: registrants, phases, reports (see clock_proxy.hpp).
+#include "clock_proxy.hpp"
+
+#include "clock_protocol.hpp"
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <utility>
+
+namespace apgas::detail {
+
+namespace {
+/// A protocol invariant does not hold: a message or a count is wrong. Ends the job loudly (a
+/// wrong phase would be worse than no answer).
+[[noreturn, gnu::cold]] void broken(const clock_id& id, const char* what) {
+  std::fprintf(stderr, "apgas: clock %u:%llu: %s\n", id.home,
+               static_cast<unsigned long long>(id.serial), what);
+  std::abort();
+}
+} // namespace
+
+clock_proxy::clock_proxy(clock_protocol& module, clock_id id, std::uint64_t phase,
+                         signal default_signal, std::optional<std::uint64_t> first_phase)
+    : m_module(module), m_id(id), m_signal(default_signal), m_phase(phase),
+      m_first_phase(first_phase) {
+  // Every place tallies a distributed clock up to k_all_to_all_places places; beyond, the home.
+  if (first_phase && (module.all_to_all() || id.home == module.here()))
+    m_tally = std::make_unique<clock_tally>(*first_phase);
+}
+
+void clock_proxy::retain() noexcept {
+  // relaxed: a new reference is made from an existing one (a registration, or the table under
+  // its mutex), which orders it before that one's release.
+  m_refs.fetch_add(1, std::memory_order_relaxed);
+}
+
+void clock_proxy::release() noexcept {
+  // acq_rel: the last release sees every other holder's changes before the proxy is freed.
+  if (m_refs.fetch_sub(1, std::memory_order_acq_rel) == 1) m_module.release_idle(*this);
+}
+
+bool clock_proxy::idle() const noexcept {
+  std::lock_guard guard(m_lock);
+  return m_refs.load(std::memory_order_acquire) == 0 && m_registrants == 0 && m_base == 0 &&
+         !m_cur.unreported() && !m_next.unreported() && m_cur.unresumed == 0 &&
+         m_next.unresumed == 0 && (m_tally == nullptr || m_tally->over());
+}
+
+// ---- registrations ---------------------------------------------------------------------------
+
+void clock_proxy::register_maker() noexcept {
+  std::lock_guard guard(m_lock);
+  ++m_cur.unresumed;
+  ++m_registrants;
+}
+
+void clock_proxy::count_sent(phase_slot& s, place_id to, std::int64_t n) {
+  for (auto& [p, count] : s.sent) {
+    if (p != to) continue;
+    count = static_cast<std::uint64_t>(static_cast<std::int64_t>(count) + n);
+    return;
+  }
+  if (n > 0) s.sent.emplace_back(to, static_cast<std::uint64_t>(n));
+}
+
+void clock_proxy::register_child(std::uint64_t phase) noexcept {
+  std::lock_guard guard(m_lock);
+  phase_slot& s = slot_of(phase);
+  ++s.unresumed;
+  ++m_registrants;
+  // A distributed clock's tallies learn of it as of one sent here (a local clock's home counts
+  // its registrants itself, and its first report gives them as its base).
+  if (m_first_phase) count_sent(s, m_module.here(), 1);
+}
+
+void clock_proxy::register_adopted(std::uint64_t phase) noexcept {
+  std::lock_guard guard(m_lock);
+  const std::uint64_t now = m_phase.load(std::memory_order_relaxed);
+  const bool owes_nothing = m_registrants == 0 && !m_cur.unreported() && !m_next.unreported() &&
+                            m_cur.unresumed == 0 && m_next.unresumed == 0;
+  if (phase > now + 1 || (phase > now && owes_nothing)) {
+    // A token of a later phase reaches a place with no business in this clock: it moves on.
+    if (!owes_nothing) broken(m_id, "a registration arrived two phases ahead of its place");
+    m_cur = phase_slot{};
+    m_next = phase_slot{};
+    m_phase.store(phase, std::memory_order_release);
+  } else if (phase < now) {
+    broken(m_id, "a registration arrived for a phase that has ended");
+  }
+  ++slot_of(phase).unresumed; // its spawner's place counted it as sent here
+  ++m_registrants;
+}
+
+clock_token clock_proxy::register_remote(std::uint64_t phase, place_id to, bool& left_home) {
+  std::lock_guard guard(m_lock);
+  left_home = !m_first_phase;
+  if (left_home) {
+    // The clock leaves its home: from this phase on every place with registrants reports, and
+    // the registrants already here are the home's base (its first report says so).
+    m_first_phase = phase;
+    m_base = static_cast<std::uint64_t>(m_cur.unresumed) + m_cur.completed;
+    m_tally = std::make_unique<clock_tally>(phase);
+  }
+  count_sent(slot_of(phase), to, 1);
+  return clock_token{m_id, phase, *m_first_phase, m_signal};
+}
+
+void clock_proxy::unregister_remote(std::uint64_t phase, place_id to) noexcept {
+  std::lock_guard guard(m_lock);
+  count_sent(slot_of(phase), to, -1);
+}
+
+void clock_proxy::normalize(std::uint64_t& phase, bool& resumed) const noexcept {
+  // A registrant that resumed in an ended phase is in the next one, not yet resumed there.
+  if (resumed && m_phase.load(std::memory_order_relaxed) > phase) {
+    ++phase;
+    resumed = false;
+  }
+}
+
+void clock_proxy::check_transmit(std::uint64_t& phase, bool& resumed) const {
+  std::lock_guard guard(m_lock);
+  normalize(phase, resumed);
+  if (resumed)
+    throw clock_use_exception("apgas: cannot transmit a resumed clock to a new activity (it "
+                              "would join a phase its spawner has already ended)");
+}
+
+void clock_proxy::resume(std::uint64_t& phase, bool& resumed, const reduce_contribution* c) {
+  std::vector<clock_waiter*> wake;
+  std::vector<clock_report> reports;
+  {
+    std::lock_guard guard(m_lock);
+    normalize(phase, resumed);
+    if (resumed) {
+      if (c != nullptr)
+        throw clock_use_exception("apgas: advance with a reduction after resume() in the same "
+                                  "phase: the contribution must come with the phase's resume");
+      return; // resumed already: nothing to do
+    }
+    phase_slot& s = slot_of(phase);
+    if (c != nullptr) {
+      if (s.partial.empty()) {
+        s.partial.combine = c->combine;
+        const auto* v = static_cast<const std::byte*>(c->value);
+        s.partial.value.assign(v, v + c->size);
+      } else if (s.partial.combine != c->combine) {
+        throw clock_use_exception("apgas: the contributions to a clock phase's reduction use "
+                                  "different operations or types");
+      } else {
+        c->combine(s.partial.value.data(), static_cast<const std::byte*>(c->value));
+      }
+    }
+    --s.unresumed;
+    ++s.resumed;
+    ++s.completed;
+    ++s.carried;
+    resumed = true;
+    after_change(wake, reports);
+  }
+  publish(wake, reports);
+}
+
+void clock_proxy::drop(std::uint64_t phase, bool resumed) noexcept {
+  std::vector<clock_waiter*> wake;
+  std::vector<clock_report> reports;
+  {
+    std::lock_guard guard(m_lock);
+    normalize(phase, resumed);
+    phase_slot& s = slot_of(phase);
+    --m_registrants;
+    if (!resumed) { // it leaves its phase as if it had resumed, carrying nothing
+      --s.unresumed;
+      ++s.completed;
+    } else if (s.carried > 0) { // its carry is not reported yet: it just does not carry
+      --s.carried;
+      --s.resumed;
+    } else {
+      // Its carry into the next phase is reported (the tallies count it there), so it leaves in
+      // the next phase. Only the current phase reports before it ends here.
+      --m_next.unresumed;
+      ++m_next.completed;
+    }
+    after_change(wake, reports);
+  }
+  publish(wake, reports);
+}
+
+bool clock_proxy::wait(std::uint64_t phase, clock_waiter& w) {
+  std::lock_guard guard(m_lock);
+  if (m_phase.load(std::memory_order_relaxed) > phase) return false;
+  phase_slot& s = slot_of(phase);
+  w.next = s.waiters;
+  s.waiters = &w;
+  return true;
+}
+
+const clock_partial& clock_proxy::result_of(std::uint64_t phase) const noexcept {
+  (void)phase; // pre: phase == m_phase - 1 (see the header)
+  return m_last_result;
+}
+
+// ---- phases ----------------------------------------------------------------------------------
+
+void clock_proxy::after_change(std::vector<clock_waiter*>& wake,
+                               std::vector<clock_report>& reports) {
+  if (m_cur.unresumed > 0) return; // the current phase's registrants here are not all done
+  if (!m_first_phase) {
+    // A local clock: the last resume of the phase ends it (no registrant left: it is over).
+    if (m_registrants == 0) return;
+    clock_phase_end end;
+    end.phase = m_phase.load(std::memory_order_relaxed);
+    end.result = std::move(m_cur.partial);
+    return end_phase(std::move(end), wake, reports);
+  }
+  if (!m_cur.unreported() && m_base == 0) return;
+  clock_report r = take_report(m_cur, m_phase.load(std::memory_order_relaxed));
+  if (m_tally != nullptr) {
+    std::vector<clock_phase_end> ends;
+    m_tally->apply(r, ends);
+    apply_ends(ends, wake, reports);
+  }
+  reports.push_back(std::move(r));
+}
+
+clock_report clock_proxy::take_report(phase_slot& s, std::uint64_t phase) {
+  clock_report r;
+  r.from = m_module.here();
+  r.first_phase = *m_first_phase;
+  r.phase = phase;
+  r.seq = s.next_seq++;
+  r.base = std::exchange(m_base, 0);
+  r.completed = std::exchange(s.completed, 0);
+  r.carried = std::exchange(s.carried, 0);
+  r.sent = std::move(s.sent);
+  s.sent.clear();
+  r.partial = std::move(s.partial);
+  s.partial = clock_partial{};
+  return r;
+}
+
+void clock_proxy::end_phase(clock_phase_end end, std::vector<clock_waiter*>& wake,
+                            std::vector<clock_report>& reports) {
+  m_last_result = std::move(end.result);
+  for (clock_waiter* w = m_cur.waiters; w != nullptr; w = w->next) wake.push_back(w);
+  // Registrants that resumed here carry into the next phase, beside those already in it.
+  phase_slot next = std::move(m_next);
+  next.unresumed += static_cast<std::int64_t>(m_cur.resumed);
+  m_cur = std::move(next);
+  m_next = phase_slot{};
+  // release: an advancing activity that sees the new phase (ended()) sees m_last_result.
+  m_phase.store(end.phase + 1, std::memory_order_release);
+  m_module.counters().phases_ended.fetch_add(1, std::memory_order_relaxed); // a statistic
+  // The new phase may be quiet here already (its registrants here all dropped early).
+  if (m_first_phase) after_change(wake, reports);
+}
+
+void clock_proxy::apply_ends(std::vector<clock_phase_end>& ends, std::vector<clock_waiter*>& wake,
+                             std::vector<clock_report>& reports) {
+  for (clock_phase_end& end : ends) {
+    const std::uint64_t now = m_phase.load(std::memory_order_relaxed);
+    if (end.phase < now) continue; // this place moved past it (it had no registrant in it)
+    if (end.phase > now) {
+      // This place had no business in the phases between: catch up.
+      if (m_registrants != 0 || m_cur.waiters != nullptr)
+        broken(m_id, "a phase ended before an earlier one at a place with registrants");
+      m_cur = phase_slot{};
+      m_next = phase_slot{};
+      m_phase.store(end.phase, std::memory_order_relaxed);
+    }
+    end_phase(std::move(end), wake, reports);
+  }
+}
+
+void clock_proxy::on_report(clock_report r) {
+  std::vector<clock_waiter*> wake;
+  std::vector<clock_report> reports;
+  std::vector<clock_phase_end> releases;
+  {
+    std::lock_guard guard(m_lock);
+    if (m_tally == nullptr) broken(m_id, "a report reached a place that does not tally");
+    std::vector<clock_phase_end> ends;
+    m_tally->apply(std::move(r), ends);
+    if (!m_module.all_to_all()) releases = ends; // the home tells the places
+    apply_ends(ends, wake, reports);
+  }
+  for (const clock_phase_end& end : releases) m_module.send_release(*this, end);
+  publish(wake, reports);
+}
+
+void clock_proxy::on_release(clock_phase_end end) {
+  std::vector<clock_waiter*> wake;
+  std::vector<clock_report> reports;
+  {
+    std::lock_guard guard(m_lock);
+    std::vector<clock_phase_end> ends;
+    ends.push_back(std::move(end));
+    apply_ends(ends, wake, reports);
+  }
+  publish(wake, reports);
+}
+
+void clock_proxy::publish(std::vector<clock_waiter*>& wake, std::vector<clock_report>& reports) {
+  for (const clock_report& r : reports) m_module.send_report(*this, r);
+  if (!wake.empty()) m_module.wake(wake);
+}
+
+std::string clock_proxy::describe() const {
+  std::lock_guard guard(m_lock);
+  std::string s = fmt::format("    clock {}:{} phase {}: {} registrant(s) here, {} not resumed",
+                              m_id.home, m_id.serial, m_phase.load(std::memory_order_relaxed),
+                              m_registrants, m_cur.unresumed);
+  if (m_tally != nullptr) {
+    s += "; waits for";
+    for (const auto& [p, n] : m_tally->waiting_for()) s += fmt::format(" place {}={}", p, n);
+  }
+  return s + "\n";
+}
+
+} // namespace apgas::detail

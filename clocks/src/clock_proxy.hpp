@@ -1,0 +1,145 @@
+// The state of one clock at one place: the registrants here, the phase they are in, and (once
+// the clock has left its home) what this place has not reported yet and its tally.
+//
+// A clock starts at its home, local: the last registrant to resume ends the phase, wakes the
+// waiters and nothing is sent (uClocks' three properties: one lock per clock, never a global
+// one; an advance suspends the activity, never its worker; O(1) work per registrant and
+// phase). When a registrant first spawns a clocked activity at another place, the clock
+// becomes distributed from that phase on: every place with registrants reports each time they
+// have all resumed (clock_tally.hpp), and a phase ends at a place when its tally says so (up
+// to k_all_to_all_places places every place tallies every report: the end is known one message
+// after the last resume) or when the home's release arrives (beyond: the home alone tallies).
+//
+// Registrants of a place are in the place's current phase p, or already in p + 1: an activity
+// registered by a place that has seen p end can reach a place that has not yet (never further:
+// p + 1 cannot end without this place's report of it, which needs p to have ended here). So
+// two slots: the current phase and the next.
+#pragma once
+
+#include "apgas/clock.hpp"
+#include "apgas/detail/activity.hpp"
+#include "apgas/detail/clock_awaiters.hpp"
+#include "apgas/detail/clock_tally.hpp"
+#include "apgas/detail/spin_lock.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace apgas::detail {
+
+class clock_protocol;
+
+/// @brief One clock at one place. Thread-safety: any thread (one lock per clock).
+class clock_proxy {
+public:
+  /// A clock made here (local until it first leaves), or one that reached this place.
+  clock_proxy(clock_protocol& module, clock_id id, std::uint64_t phase, signal default_signal,
+              std::optional<std::uint64_t> first_phase);
+
+  const clock_id& id() const noexcept { return m_id; }
+  signal default_signal() const noexcept { return m_signal; }
+  clock_protocol& module() const noexcept { return m_module; }
+
+  // ---- registrations (each the state of one clock object: its phase, resumed flag) ----
+  /// @brief A registration refers to the proxy (retain), or stops (release: may free it).
+  void retain() noexcept;
+  void release() noexcept;
+  /// @brief The maker's registration of a new clock (phase 1).
+  void register_maker() noexcept;
+  /// @brief A registrant here in `phase` registers a new activity here.
+  void register_child(std::uint64_t phase) noexcept;
+  /// @brief A new activity that came with a token registers here in `phase`.
+  void register_adopted(std::uint64_t phase) noexcept;
+  /// @brief A registrant in `phase` registers a new activity at place `to` (counted here,
+  /// adopted there). `left_home` is set if the clock leaves its home now (the caller then
+  /// enters it in the module's table, outside this proxy's lock).
+  /// @return the token it travels with.
+  clock_token register_remote(std::uint64_t phase, place_id to, bool& left_home);
+  /// @brief Undoes register_remote (the activity could not be sent). pre: the registrant has
+  /// not resumed since.
+  void unregister_remote(std::uint64_t phase, place_id to) noexcept;
+  /// @brief Moves a registration resumed in an ended phase into the next (under the lock).
+  void normalize(std::uint64_t& phase, bool& resumed) const noexcept;
+  /// @brief Ends a registrant's phase. `c`: its contribution to the reduction, or null.
+  /// @throws clock_use_exception if the phase's reductions disagree.
+  void resume(std::uint64_t& phase, bool& resumed, const reduce_contribution* c);
+  /// @brief Deregisters a registrant.
+  void drop(std::uint64_t phase, bool resumed) noexcept;
+  /// @brief True once `phase` has ended here (acquire: the result is then readable).
+  bool ended(std::uint64_t phase) const noexcept {
+    return m_phase.load(std::memory_order_acquire) > phase;
+  }
+  /// @brief Queues `w` until `phase` (in which its registrant resumed) ends.
+  /// @return false if it has ended meanwhile (nothing queued).
+  bool wait(std::uint64_t phase, clock_waiter& w);
+  /// @brief The reduction result of `phase`. pre: ended(phase), and the caller's registrant has
+  /// not resumed in the next phase (so no later phase can have ended).
+  const clock_partial& result_of(std::uint64_t phase) const noexcept;
+  /// @brief Brings a registration up to date (see normalize), then checks that it may transmit
+  /// the clock to a new activity: not resumed in its phase.
+  /// @throws clock_use_exception if it has resumed.
+  void check_transmit(std::uint64_t& phase, bool& resumed) const;
+
+  // ---- the protocol (clock_protocol calls these) ----
+  /// @brief Applies a report from another place (all-to-all, or at the home).
+  void on_report(clock_report r);
+  /// @brief The home says `end.phase` has ended (beyond k_all_to_all_places places).
+  void on_release(clock_phase_end end);
+  /// @brief One line on what the current phase waits for (the SIGUSR1 dump).
+  std::string describe() const;
+  /// @brief True if nothing refers to this proxy any more and it owes nothing.
+  bool idle() const noexcept;
+
+private:
+  struct phase_slot {
+    std::int64_t unresumed = 0; ///< registrants that have neither resumed nor dropped
+    std::uint64_t resumed = 0;  ///< registrants that resumed and carry into the next phase
+    // Since the last report of this phase (the whole phase while the clock is local):
+    std::uint64_t completed = 0;
+    std::uint64_t carried = 0;
+    std::vector<std::pair<place_id, std::uint64_t>> sent;
+    clock_partial partial;
+    std::uint64_t next_seq = 0; ///< reports of this phase taken so far
+    clock_waiter* waiters = nullptr;
+    bool unreported() const noexcept {
+      return completed != 0 || carried != 0 || !sent.empty() || !partial.empty();
+    }
+  };
+  phase_slot& slot_of(std::uint64_t phase) noexcept {
+    return phase == m_phase.load(std::memory_order_relaxed) ? m_cur : m_next;
+  }
+  void count_sent(phase_slot& s, place_id to, std::int64_t n);
+  /// After a change under the lock: ends the phase (local clock) or takes a report (a
+  /// distributed one) if the current phase's registrants here have all resumed.
+  void after_change(std::vector<clock_waiter*>& wake, std::vector<clock_report>& reports);
+  void end_phase(clock_phase_end end, std::vector<clock_waiter*>& wake,
+                 std::vector<clock_report>& reports);
+  void apply_ends(std::vector<clock_phase_end>& ends, std::vector<clock_waiter*>& wake,
+                  std::vector<clock_report>& reports);
+  clock_report take_report(phase_slot& s, std::uint64_t phase);
+  /// Outside the lock: sends the reports, wakes the waiters.
+  void publish(std::vector<clock_waiter*>& wake, std::vector<clock_report>& reports);
+
+  clock_protocol& m_module;
+  const clock_id m_id;
+  const signal m_signal;
+  mutable spin_lock m_lock; ///< guards everything below but m_phase's readers and m_refs
+  /// The current phase here: registrants of older phases have all moved on. Written under
+  /// m_lock, read without it by advancing activities (see ended()).
+  std::atomic<std::uint64_t> m_phase;
+  std::atomic<std::uint64_t> m_refs{0}; ///< registrations referring to this proxy
+  std::uint64_t m_registrants = 0;      ///< registrations here, in either slot
+  phase_slot m_cur;
+  phase_slot m_next;
+  clock_partial m_last_result; ///< the reduction of phase m_phase - 1
+  /// Registrants present before the clock left the home, owed in the home's first report.
+  std::uint64_t m_base = 0;
+  /// Set once the clock has left its home: the phase it left in (tallies start there).
+  std::optional<std::uint64_t> m_first_phase;
+  std::unique_ptr<clock_tally> m_tally; ///< tallying places only
+};
+
+} // namespace apgas::detail

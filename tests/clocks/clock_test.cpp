@@ -1,0 +1,325 @@
+// Clocks at one and several places (run under mpiexec at 1, 2 and 4 places): phases in lock
+// step, reductions, drops, misuse, many more activities than workers, lazy and eager alike.
+#include <apgas/apgas.hpp>
+#include <apgas/clock.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace {
+
+using apgas::clock;
+using apgas::place_id;
+using apgas::task;
+
+apgas::runtime* g_rt = nullptr;
+
+/// One phase of a clocked activity: the phase number it is in, checked against the reduction
+/// of every activity's (min and max must both be this phase: nobody is behind or ahead).
+task<bool> lock_step(clock& c, long step, long activities) {
+  const long lo = co_await c.advance(apgas::min, step);
+  const long hi = co_await c.advance(apgas::max, step);
+  const long n = co_await c.advance(apgas::sum, 1L);
+  co_return lo == step&& hi == step&& n == activities;
+}
+
+TEST(clock, a_local_clock_keeps_its_activities_in_lock_step) {
+  constexpr int k_activities = 8;
+  constexpr int k_steps = 50;
+  const bool ok = g_rt->run([]() -> task<bool> {
+    std::atomic<int> arrived[k_steps] = {};
+    std::atomic<bool> ok{true};
+    co_await apgas::finish([&]() -> task<> {
+      clock c = co_await clock::make();
+      for (int i = 0; i < k_activities; ++i)
+        co_await apgas::async(apgas::clocked(c), [&](clock mine) -> task<> {
+          for (int step = 0; step < k_steps; ++step) {
+            arrived[step].fetch_add(1);
+            co_await mine.advance();
+            // Nobody passes a phase before every registered activity has arrived in it.
+            if (arrived[step].load() != k_activities) ok = false;
+          }
+        });
+      c.drop(); // the maker takes no part in the phases
+    });
+    co_return ok.load();
+  });
+  EXPECT_TRUE(ok);
+}
+
+TEST(clock, the_last_resume_ends_the_phase_and_reductions_are_exact) {
+  const bool ok = g_rt->run([]() -> task<bool> {
+    std::atomic<bool> ok{true};
+    co_await apgas::finish([&]() -> task<> {
+      clock c = co_await clock::make();
+      for (long i = 0; i < 10; ++i)
+        co_await apgas::async(apgas::clocked(c), [&, i](clock mine) -> task<> {
+          for (long step = 1; step <= 20; ++step) {
+            const long total = co_await mine.advance(apgas::sum, i * step);
+            const long low = co_await mine.advance(apgas::min, i + step);
+            const long high = co_await mine.advance(apgas::max, i + step);
+            if (total != 45 * step || low != step || high != 9 + step) ok = false;
+          }
+        });
+    }); // the maker's registration drops as the body ends
+    co_return ok.load();
+  });
+  EXPECT_TRUE(ok);
+}
+
+TEST(clock, many_more_activities_than_workers_do_not_deadlock) {
+  constexpr long k_activities = 1000;
+  const long phases = g_rt->run([]() -> task<long> {
+    std::atomic<long> passed{0};
+    co_await apgas::finish([&]() -> task<> {
+      clock c = co_await clock::make();
+      for (long i = 0; i < k_activities; ++i)
+        co_await apgas::async(apgas::clocked(c), [&](clock mine) -> task<> {
+          for (int step = 0; step < 5; ++step) {
+            const long n = co_await mine.advance(apgas::sum, 1L);
+            if (n == k_activities) passed.fetch_add(1);
+          }
+        });
+    });
+    co_return passed.load();
+  });
+  EXPECT_EQ(phases, 5 * k_activities);
+}
+
+TEST(clock, lazy_and_eager_give_the_same_results) {
+  for (const apgas::signal s : {apgas::signal::lazy, apgas::signal::eager}) {
+    const long sum = g_rt->run([s]() -> task<long> {
+      std::atomic<long> sum{0};
+      co_await apgas::finish([&]() -> task<> {
+        clock c = co_await clock::make(s);
+        for (long i = 0; i < 4; ++i)
+          co_await apgas::async(apgas::clocked(c), [&, i](clock mine) -> task<> {
+            for (long step = 0; step < 100; ++step)
+              sum.fetch_add(co_await mine.advance(apgas::sum, i + step));
+          });
+      });
+      co_return sum.load();
+    });
+    long expect = 0;
+    for (long step = 0; step < 100; ++step) expect += 4 * (6 + 4 * step);
+    EXPECT_EQ(sum, expect) << (s == apgas::signal::lazy ? "lazy" : "eager");
+  }
+}
+
+TEST(clock, activities_that_drop_stop_holding_phases_back) {
+  const bool ok = g_rt->run([]() -> task<bool> {
+    std::atomic<bool> ok{true};
+    co_await apgas::finish([&]() -> task<> {
+      clock c = co_await clock::make();
+      for (long i = 0; i < 6; ++i)
+        co_await apgas::async(apgas::clocked(c), [&, i](clock mine) -> task<> {
+          for (long step = 0; step < 30; ++step) {
+            // Activity i (but 0) leaves at step 4 * i: the sum counts who is still registered.
+            if (step == 4 * i && i != 0) {
+              if (i % 2 == 0) mine.resume(); // resumed, then dropped: both paths
+              mine.drop();
+              co_return;
+            }
+            const long n = co_await mine.advance(apgas::sum, 1L);
+            long still = 1; // activity 0 never drops
+            for (long j = 1; j < 6; ++j)
+              if (4 * j > step) ++still;
+            if (n != still) ok = false;
+          }
+        });
+    });
+    co_return ok.load();
+  });
+  EXPECT_TRUE(ok);
+}
+
+TEST(clock, resume_then_advance_waits_only_for_the_others) {
+  const long total = g_rt->run([]() -> task<long> {
+    std::atomic<long> total{0};
+    co_await apgas::finish([&]() -> task<> {
+      clock c = co_await clock::make();
+      for (long i = 0; i < 3; ++i)
+        co_await apgas::async(apgas::clocked(c), [&](clock mine) -> task<> {
+          for (int step = 0; step < 10; ++step) {
+            mine.resume();
+            mine.resume(); // a second resume in the same phase does nothing
+            total.fetch_add(1);
+            co_await mine.advance();
+          }
+        });
+    });
+    co_return total.load();
+  });
+  EXPECT_EQ(total, 30);
+}
+
+// ---- misuse ----------------------------------------------------------------------------------
+
+template <class Body>
+std::string clock_error_of(Body body) {
+  return g_rt->run([body]() -> task<std::string> {
+    try {
+      co_await body();
+    } catch (const apgas::clock_use_exception& e) {
+      co_return e.what();
+    } catch (const apgas::multiple_exceptions& e) {
+      try {
+        std::rethrow_exception(e.exceptions().front());
+      } catch (const apgas::clock_use_exception& inner) {
+        co_return inner.what();
+      } catch (...) {
+      }
+    }
+    co_return "";
+  });
+}
+
+TEST(clock, operations_on_a_dropped_clock_throw) {
+  EXPECT_NE(clock_error_of([]() -> task<> {
+              clock c = co_await clock::make();
+              c.drop();
+              c.resume();
+            }).find("resume() on a dropped clock"),
+            std::string::npos);
+  EXPECT_NE(clock_error_of([]() -> task<> {
+              clock c = co_await clock::make();
+              c.drop();
+              co_await c.advance();
+            }).find("advance() on a dropped clock"),
+            std::string::npos);
+  EXPECT_NE(clock_error_of([]() -> task<> {
+              clock c;
+              co_await apgas::finish(
+                  [&]() -> task<> { co_await apgas::async(apgas::clocked(c), [](clock) {}); });
+            }).find("a clocked async on a dropped clock"),
+            std::string::npos);
+}
+
+TEST(clock, a_resumed_clock_cannot_be_transmitted) {
+  EXPECT_NE(clock_error_of([]() -> task<> {
+              co_await apgas::finish([&]() -> task<> {
+                clock c = co_await clock::make();
+                clock hold = co_await clock::make();
+                // A child that has not resumed on c keeps c's phase open (it waits on `hold`).
+                co_await apgas::async(apgas::clocked(c, hold),
+                                      [](clock, clock h) -> task<> { co_await h.advance(); });
+                c.resume();
+                struct release_child { // whatever happens, `hold` drops and the child ends
+                  clock& h;
+                  ~release_child() { h.drop(); }
+                } guard{hold};
+                co_await apgas::async(apgas::clocked(c), [](clock) {});
+              });
+            }).find("cannot transmit a resumed clock"),
+            std::string::npos);
+}
+
+TEST(clock, a_clocked_async_inside_a_nested_finish_throws_instead_of_deadlocking) {
+  EXPECT_NE(clock_error_of([]() -> task<> {
+              clock c = co_await clock::make();
+              co_await apgas::finish(
+                  [&]() -> task<> { co_await apgas::async(apgas::clocked(c), [](clock) {}); });
+            }).find("inside a finish nested"),
+            std::string::npos);
+}
+
+TEST(clock, a_phase_whose_reductions_disagree_throws) {
+  EXPECT_NE(clock_error_of([]() -> task<> {
+              co_await apgas::finish([&]() -> task<> {
+                clock c = co_await clock::make();
+                co_await apgas::async(apgas::clocked(c), [](clock mine) -> task<> {
+                  (void)co_await mine.advance(apgas::sum, 1L);
+                });
+                (void)co_await c.advance(apgas::max, 1L);
+              });
+            }).find("different operations or types"),
+            std::string::npos);
+}
+
+// ---- across places ---------------------------------------------------------------------------
+
+TEST(clock, activities_at_every_place_move_in_lock_step) {
+  constexpr long k_per_place = 3;
+  constexpr long k_steps = 40;
+  const long passed = g_rt->run([]() -> task<long> {
+    const long activities = k_per_place * apgas::places();
+    std::vector<long> results;
+    co_await apgas::finish([&]() -> task<> {
+      clock c = co_await clock::make();
+      for (place_id p = 0; p < apgas::places(); ++p)
+        for (long i = 0; i < k_per_place; ++i)
+          co_await apgas::async_at(
+              p, apgas::clocked(c),
+              [](clock mine, long n) -> task<> {
+                long ok = 0;
+                for (long step = 0; step < k_steps; ++step)
+                  if (co_await lock_step(mine, step, n)) ++ok;
+                const long all_ok = co_await mine.advance(apgas::sum, ok);
+                if (all_ok != n * k_steps) throw std::runtime_error("phases out of step");
+              },
+              activities);
+    });
+    co_return activities;
+  });
+  EXPECT_EQ(passed, 3L * g_rt->places());
+}
+
+TEST(clock, a_clock_whose_activities_live_only_away_from_its_home) {
+  const long sum = g_rt->run([]() -> task<long> {
+    const place_id n = apgas::places();
+    std::atomic<long> seen{0};
+    co_await apgas::finish([&]() -> task<> {
+      clock c = co_await clock::make();
+      for (place_id p = n > 1 ? 1 : 0; p < n; ++p)
+        co_await apgas::async_at(p, apgas::clocked(c), [](clock mine) -> task<> {
+          for (long step = 0; step < 20; ++step) (void)co_await mine.advance(apgas::sum, step);
+        });
+      c.drop(); // the home keeps no registrant
+    });
+    seen = n;
+    co_return seen.load();
+  });
+  EXPECT_EQ(sum, static_cast<long>(g_rt->places()));
+}
+
+TEST(clock, remote_children_spawned_mid_run_join_the_current_phase) {
+  const long total = g_rt->run([]() -> task<long> {
+    long total = 0;
+    co_await apgas::finish([&]() -> task<> {
+      clock c = co_await clock::make();
+      for (long step = 0; step < 10; ++step) {
+        // Each phase, one more activity at the next place, which stays until the end.
+        const place_id p = static_cast<place_id>(step % apgas::places());
+        co_await apgas::async_at(
+            p, apgas::clocked(c),
+            [](clock mine, long from) -> task<> {
+              for (long s = from; s < 10; ++s) (void)co_await mine.advance(apgas::sum, 1L);
+            },
+            step);
+        total += co_await c.advance(apgas::sum, 1L);
+      }
+    });
+    co_return total;
+  });
+  // Phase s counts the maker and the s + 1 activities started so far.
+  long expect = 0;
+  for (long s = 0; s < 10; ++s) expect += s + 2;
+  EXPECT_EQ(total, expect);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  testing::InitGoogleTest(&argc, argv);
+  apgas::runtime rt(argc, argv);
+  g_rt = &rt;
+  if (rt.here() != 0) GTEST_FLAG_SET(brief, true); // the other places print only failures
+  const int failed = RUN_ALL_TESTS();
+  g_rt = nullptr;
+  return failed;
+}
