@@ -2,13 +2,13 @@
 //
 // Messages (each coalesced with other traffic, then flushed: somebody waits for the phase):
 //   clock report   clock id, first phase, clock_report     a place whose registrants of a phase
-//                  have all resumed -> every place (up to k_all_to_all_places), else the home
+//                  have all resumed -> every place (up to --clock-all-to-all-places), else the home
 //   clock release  clock id, phase, result, last flag      the home -> the places whose
-//                  registrants carry into the next phase (beyond k_all_to_all_places)
+//                  registrants carry into the next phase (beyond --clock-all-to-all-places)
 // A registration travels with its activity (a clock_token argument of the remote async).
 //
-// Up to k_all_to_all_places places every place tallies every report, so a phase ends at each
-// place one message after its last resume anywhere (MPI_Barrier's dissemination algorithm
+// Up to --clock-all-to-all-places places (16) every place tallies every report, so a phase ends at
+// each place one message after its last resume anywhere (MPI_Barrier's dissemination algorithm
 // takes log2 P messages): P - 1 messages per place and phase. Beyond, reports go to the home
 // and the home releases the places: two messages of latency, O(P) messages per phase.
 #pragma once
@@ -29,9 +29,6 @@
 namespace apgas::detail {
 
 class scheduler;
-
-/// @brief Places up to which every place tallies every report (see the top of this file).
-inline constexpr place_id k_all_to_all_places = 16;
 
 /// @brief Clock messages and phases of a place (relaxed counters: statistics only).
 struct clock_counters {
@@ -54,7 +51,8 @@ public:
   place_id here() const noexcept { return m_here; }
   place_id places() const noexcept { return m_places; }
   scheduler& sched() const noexcept { return m_sched; }
-  bool all_to_all() const noexcept { return m_places <= k_all_to_all_places; }
+  /// @brief True if every place tallies every report (up to --clock-all-to-all-places).
+  bool all_to_all() const noexcept { return m_all_to_all; }
   clock_counters& counters() noexcept { return m_counters; }
 
   /// @brief A new clock homed here, local until it first leaves (retained once).
@@ -91,6 +89,7 @@ private:
   scheduler& m_sched;
   place_id m_here;
   place_id m_places;
+  bool m_all_to_all;
   message_kind m_kind_report;
   message_kind m_kind_release;
   clock_counters m_counters;

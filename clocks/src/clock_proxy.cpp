@@ -25,7 +25,8 @@ clock_proxy::clock_proxy(clock_protocol& module, clock_id id, std::uint64_t phas
                          signal default_signal, std::optional<std::uint64_t> first_phase)
     : m_module(module), m_id(id), m_signal(default_signal), m_phase(phase),
       m_first_phase(first_phase) {
-  // Every place tallies a distributed clock up to k_all_to_all_places places; beyond, the home.
+  // Every place tallies a distributed clock up to --clock-all-to-all-places places; beyond, the
+  // home.
   if (first_phase && (module.all_to_all() || id.home == module.here()))
     m_tally = std::make_unique<clock_tally>(*first_phase);
 }
@@ -129,8 +130,7 @@ void clock_proxy::check_transmit(std::uint64_t& phase, bool& resumed) const {
 }
 
 void clock_proxy::resume(std::uint64_t& phase, bool& resumed, const reduce_contribution* c) {
-  std::vector<clock_waiter*> wake;
-  std::vector<clock_report> reports;
+  outbox out;
   {
     std::lock_guard guard(m_lock);
     normalize(phase, resumed);
@@ -158,14 +158,13 @@ void clock_proxy::resume(std::uint64_t& phase, bool& resumed, const reduce_contr
     ++s.completed;
     ++s.carried;
     resumed = true;
-    after_change(wake, reports);
+    after_change(out);
   }
-  publish(wake, reports);
+  publish(out);
 }
 
 void clock_proxy::drop(std::uint64_t phase, bool resumed) noexcept {
-  std::vector<clock_waiter*> wake;
-  std::vector<clock_report> reports;
+  outbox out;
   {
     std::lock_guard guard(m_lock);
     normalize(phase, resumed);
@@ -183,9 +182,9 @@ void clock_proxy::drop(std::uint64_t phase, bool resumed) noexcept {
       --m_next.unresumed;
       ++m_next.completed;
     }
-    after_change(wake, reports);
+    after_change(out);
   }
-  publish(wake, reports);
+  publish(out);
 }
 
 bool clock_proxy::wait(std::uint64_t phase, clock_waiter& w) {
@@ -204,8 +203,7 @@ const clock_partial& clock_proxy::result_of(std::uint64_t phase) const noexcept 
 
 // ---- phases ----------------------------------------------------------------------------------
 
-void clock_proxy::after_change(std::vector<clock_waiter*>& wake,
-                               std::vector<clock_report>& reports) {
+void clock_proxy::after_change(outbox& out) {
   if (m_cur.unresumed > 0) return; // the current phase's registrants here are not all done
   if (!m_first_phase) {
     // A local clock: the last resume of the phase ends it (no registrant left: it is over).
@@ -213,16 +211,16 @@ void clock_proxy::after_change(std::vector<clock_waiter*>& wake,
     clock_phase_end end;
     end.phase = m_phase.load(std::memory_order_relaxed);
     end.result = std::move(m_cur.partial);
-    return end_phase(std::move(end), wake, reports);
+    return end_phase(std::move(end), out);
   }
   if (!m_cur.unreported() && m_base == 0) return;
   clock_report r = take_report(m_cur, m_phase.load(std::memory_order_relaxed));
   if (m_tally != nullptr) {
     std::vector<clock_phase_end> ends;
     m_tally->apply(r, ends);
-    apply_ends(ends, wake, reports);
+    apply_ends(ends, out);
   }
-  reports.push_back(std::move(r));
+  out.reports.push_back(std::move(r));
 }
 
 clock_report clock_proxy::take_report(phase_slot& s, std::uint64_t phase) {
@@ -241,10 +239,9 @@ clock_report clock_proxy::take_report(phase_slot& s, std::uint64_t phase) {
   return r;
 }
 
-void clock_proxy::end_phase(clock_phase_end end, std::vector<clock_waiter*>& wake,
-                            std::vector<clock_report>& reports) {
+void clock_proxy::end_phase(clock_phase_end end, outbox& out) {
   m_last_result = std::move(end.result);
-  for (clock_waiter* w = m_cur.waiters; w != nullptr; w = w->next) wake.push_back(w);
+  for (clock_waiter* w = m_cur.waiters; w != nullptr; w = w->next) out.wake.push_back(w);
   // Registrants that resumed here carry into the next phase, beside those already in it.
   phase_slot next = std::move(m_next);
   next.unresumed += static_cast<std::int64_t>(m_cur.resumed);
@@ -254,12 +251,14 @@ void clock_proxy::end_phase(clock_phase_end end, std::vector<clock_waiter*>& wak
   m_phase.store(end.phase + 1, std::memory_order_release);
   m_module.counters().phases_ended.fetch_add(1, std::memory_order_relaxed); // a statistic
   // The new phase may be quiet here already (its registrants here all dropped early).
-  if (m_first_phase) after_change(wake, reports);
+  if (m_first_phase) after_change(out);
 }
 
-void clock_proxy::apply_ends(std::vector<clock_phase_end>& ends, std::vector<clock_waiter*>& wake,
-                             std::vector<clock_report>& reports) {
+void clock_proxy::apply_ends(std::vector<clock_phase_end>& ends, outbox& out) {
+  // The home of a clock beyond --clock-all-to-all-places tells the other places.
+  const bool releases = !m_module.all_to_all() && m_id.home == m_module.here();
   for (clock_phase_end& end : ends) {
+    if (releases) out.releases.push_back(end);
     const std::uint64_t now = m_phase.load(std::memory_order_relaxed);
     if (end.phase < now) continue; // this place moved past it (it had no registrant in it)
     if (end.phase > now) {
@@ -270,41 +269,37 @@ void clock_proxy::apply_ends(std::vector<clock_phase_end>& ends, std::vector<clo
       m_next = phase_slot{};
       m_phase.store(end.phase, std::memory_order_relaxed);
     }
-    end_phase(std::move(end), wake, reports);
+    end_phase(std::move(end), out);
   }
 }
 
 void clock_proxy::on_report(clock_report r) {
-  std::vector<clock_waiter*> wake;
-  std::vector<clock_report> reports;
-  std::vector<clock_phase_end> releases;
+  outbox out;
   {
     std::lock_guard guard(m_lock);
     if (m_tally == nullptr) broken(m_id, "a report reached a place that does not tally");
     std::vector<clock_phase_end> ends;
     m_tally->apply(std::move(r), ends);
-    if (!m_module.all_to_all()) releases = ends; // the home tells the places
-    apply_ends(ends, wake, reports);
+    apply_ends(ends, out);
   }
-  for (const clock_phase_end& end : releases) m_module.send_release(*this, end);
-  publish(wake, reports);
+  publish(out);
 }
 
 void clock_proxy::on_release(clock_phase_end end) {
-  std::vector<clock_waiter*> wake;
-  std::vector<clock_report> reports;
+  outbox out;
   {
     std::lock_guard guard(m_lock);
     std::vector<clock_phase_end> ends;
     ends.push_back(std::move(end));
-    apply_ends(ends, wake, reports);
+    apply_ends(ends, out);
   }
-  publish(wake, reports);
+  publish(out);
 }
 
-void clock_proxy::publish(std::vector<clock_waiter*>& wake, std::vector<clock_report>& reports) {
-  for (const clock_report& r : reports) m_module.send_report(*this, r);
-  if (!wake.empty()) m_module.wake(wake);
+void clock_proxy::publish(outbox& out) {
+  for (const clock_report& r : out.reports) m_module.send_report(*this, r);
+  for (const clock_phase_end& end : out.releases) m_module.send_release(*this, end);
+  if (!out.wake.empty()) m_module.wake(out.wake);
 }
 
 std::string clock_proxy::describe() const {

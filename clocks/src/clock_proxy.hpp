@@ -7,8 +7,9 @@
 // phase). When a registrant first spawns a clocked activity at another place, the clock
 // becomes distributed from that phase on: every place with registrants reports each time they
 // have all resumed (clock_tally.hpp), and a phase ends at a place when its tally says so (up
-// to k_all_to_all_places places every place tallies every report: the end is known one message
-// after the last resume) or when the home's release arrives (beyond: the home alone tallies).
+// to --clock-all-to-all-places places every place tallies every report: the end is known one
+// message after the last resume) or when the home's release arrives (beyond: the home alone
+// tallies).
 //
 // Registrants of a place are in the place's current phase p, or already in p + 1: an activity
 // registered by a place that has seen p end can reach a place that has not yet (never further:
@@ -86,7 +87,7 @@ public:
   // ---- the protocol (clock_protocol calls these) ----
   /// @brief Applies a report from another place (all-to-all, or at the home).
   void on_report(clock_report r);
-  /// @brief The home says `end.phase` has ended (beyond k_all_to_all_places places).
+  /// @brief The home says `end.phase` has ended (beyond --clock-all-to-all-places places).
   void on_release(clock_phase_end end);
   /// @brief One line on what the current phase waits for (the SIGUSR1 dump).
   std::string describe() const;
@@ -112,16 +113,21 @@ private:
     return phase == m_phase.load(std::memory_order_relaxed) ? m_cur : m_next;
   }
   void count_sent(phase_slot& s, place_id to, std::int64_t n);
+  /// What a change under the lock leads to, done once the lock is released: reports to send,
+  /// phase ends to release (the home beyond --clock-all-to-all-places), activities to wake.
+  struct outbox {
+    std::vector<clock_report> reports;
+    std::vector<clock_phase_end> releases;
+    std::vector<clock_waiter*> wake;
+  };
   /// After a change under the lock: ends the phase (local clock) or takes a report (a
   /// distributed one) if the current phase's registrants here have all resumed.
-  void after_change(std::vector<clock_waiter*>& wake, std::vector<clock_report>& reports);
-  void end_phase(clock_phase_end end, std::vector<clock_waiter*>& wake,
-                 std::vector<clock_report>& reports);
-  void apply_ends(std::vector<clock_phase_end>& ends, std::vector<clock_waiter*>& wake,
-                  std::vector<clock_report>& reports);
+  void after_change(outbox& out);
+  void end_phase(clock_phase_end end, outbox& out);
+  void apply_ends(std::vector<clock_phase_end>& ends, outbox& out);
   clock_report take_report(phase_slot& s, std::uint64_t phase);
-  /// Outside the lock: sends the reports, wakes the waiters.
-  void publish(std::vector<clock_waiter*>& wake, std::vector<clock_report>& reports);
+  /// Outside the lock: sends the reports and releases, wakes the waiters.
+  void publish(outbox& out);
 
   clock_protocol& m_module;
   const clock_id m_id;

@@ -75,7 +75,11 @@ enum class finish_pattern : std::uint8_t {
   X(std::size_t, max_outstanding_sends, 256, 1, 1U << 20, "--max-outstanding-sends",               \
     "APGAS_MAX_OUTSTANDING_SENDS", "N",                                                            \
     "MPI sends of a place in flight at most, all destinations together; later ones wait in "       \
-    "order inside the place")
+    "order inside the place")                                                                      \
+  X(unsigned, clock_all_to_all_places, 16, 0, 1U << 20, "--clock-all-to-all-places",              \
+    "APGAS_CLOCK_ALL_TO_ALL_PLACES", "N",                                                          \
+    "clocks: up to N places every place tallies every phase report (a phase ends one message "     \
+    "after its last resume); beyond, the clock's home tallies and releases the places")
 
 /// @brief Runtime settings. Defaults, then APGAS_* environment variables, then flags win. One
 /// member per line of APGAS_OPTIONS, with its default; help_text() says what each means.
