@@ -42,6 +42,7 @@ void clock_tally::apply(clock_report r, std::vector<clock_phase_end>& ended) {
 
 void clock_tally::apply_in_order(const clock_report& r, phase_state& ph) {
   ++ph.next_seq[r.from];
+  if (r.base != 0) m_base_known = true;
   adjust(ph, r.from, static_cast<std::int64_t>(r.base) - static_cast<std::int64_t>(r.completed));
   for (const auto& [to, n] : r.sent) adjust(ph, to, static_cast<std::int64_t>(n));
   if (r.carried != 0) {
@@ -64,6 +65,9 @@ bool clock_tally::try_end_oldest(std::vector<clock_phase_end>& ended) {
   if (it == m_phases.end()) return false;
   phase_state& ph = it->second;
   if (!ph.touched || !ph.pending.empty() || !ph.held.empty()) return false;
+  // The first phase's registrants that no report sent are the home's base: until its report
+  // is in, the others' may balance to zero while some registrant is still running.
+  if (!m_base_known) return false;
   clock_phase_end end;
   end.phase = m_oldest;
   for (auto& [key, partial] : ph.partials) { // canonical order: by place, then by report

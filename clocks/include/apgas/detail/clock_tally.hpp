@@ -20,10 +20,10 @@
 // until it reports). The reports of one place for one phase are applied in the order they
 // were taken (a sequence number; one taken later can arrive first when two threads send), and
 // those of different places may arrive in any order: a count below zero keeps the phase open
-// too. A phase's registrants are those carried from the previous phase plus those sent in it,
-// and every carry is known once the previous phase has ended everywhere: hence phases end in
-// order. Registrants present before the clock first left its place are the home's `base`, in
-// its first report.
+// too. This holds for the reports applied so far only if the tally knows every registrant that
+// no report sent: those carried from the previous phase, known once it has ended (hence phases
+// end in order), and in the first phase the home's registrants from before the clock left it
+// (its `base`, in its first report: the first phase waits for it).
 //
 // The result of a phase's reduction is folded in a canonical order (by place, then by report)
 // so that every tallying place computes the same value, floating point included.
@@ -105,6 +105,7 @@ private:
 
   std::map<std::uint64_t, phase_state> m_phases;
   std::uint64_t m_oldest;
+  bool m_base_known = false; ///< the home's first report (with its base) has been applied
   bool m_over = false;
 };
 
