@@ -40,6 +40,28 @@ clock_protocol::clock_protocol(place_engine& engine)
       m_kind_report(engine.add_handler<&clock_protocol::on_report>(*this, "clock report")),
       m_kind_release(engine.add_handler<&clock_protocol::on_release>(*this, "clock release")) {
   engine.describes_state_with<&clock_protocol::describe>(*this, "clocks that left their home");
+  engine.reports_stats_with<&clock_protocol::stats_table>(*this);
+}
+
+std::string clock_protocol::stats_table() const {
+  const auto rd = [](const std::atomic<std::uint64_t>& c) {
+    return c.load(std::memory_order_relaxed); // statistics
+  };
+  const std::uint64_t made = rd(m_counters.clocks_made);
+  if (made == 0 && rd(m_counters.phases_ended) == 0) return {}; // no clock reached this place
+  const std::uint64_t phases = rd(m_counters.phases_ended);
+  const auto per_phase = [phases](std::uint64_t n) {
+    return phases == 0 ? 0.0 : static_cast<double>(n) / static_cast<double>(phases);
+  };
+  std::string s = fmt::format("apgas clocks: place {} of {}\n", m_here, m_places);
+  s += fmt::format("  {:<34} {}\n", "clocks made here", made);
+  s += fmt::format("  {:<34} {}\n", "phases ended here", phases);
+  s += fmt::format("  {:<34} {}\n", "advances that suspended", rd(m_counters.advances_waited));
+  s += fmt::format("  {:<34} {} ({:.2f} per phase)\n", "clock reports sent",
+                   rd(m_counters.reports_sent), per_phase(rd(m_counters.reports_sent)));
+  s += fmt::format("  {:<34} {} ({:.2f} per phase)\n", "clock releases sent",
+                   rd(m_counters.releases_sent), per_phase(rd(m_counters.releases_sent)));
+  return s;
 }
 
 clock_protocol::~clock_protocol() {

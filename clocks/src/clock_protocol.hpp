@@ -78,6 +78,8 @@ private:
   /// The proxy of `id` in the table, retained once; null if absent and not to be created.
   clock_proxy* find(const clock_id& id, const clock_token* create_from);
   std::string describe() const;
+  /// The --stats section of this place (nothing if no clock reached it).
+  std::string stats_table() const;
 
   struct id_hash {
     std::size_t operator()(const clock_id& id) const noexcept {

@@ -174,6 +174,12 @@ std::string place_engine::describe_state() const {
   return s;
 }
 
+std::string place_engine::describe_stats() const {
+  std::string s;
+  for (const describer& d : m_stats) s += d.fn(d.module);
+  return s;
+}
+
 void place_engine::dump_state() const noexcept {
   try {
     const std::string state = describe_state();

@@ -70,8 +70,10 @@ runtime::~runtime() {
     std::fprintf(stderr, "apgas: place %u: shutdown barrier failed: %s\n", here(), e.what());
   }
   const bool stats = m_local->opts().stats;
-  // One place sends no message: its table would be all zeros.
-  const std::string table = stats && places() > 1 ? message_stats() : std::string();
+  // One place sends no message: its table would be all zeros. The modules' statistics (clocks,
+  // load balancing) follow it.
+  std::string table = stats && places() > 1 ? message_stats() : std::string();
+  if (stats) table += m_engine->describe_stats();
   m_local->sched().stop();
   m_local->sched().set_network(nullptr);
   m_local.reset(); // prints the worker table if asked

@@ -109,6 +109,16 @@ public:
                             &module, std::move(title)});
   }
 
+  /// @brief `M::Method() const` gives the module's statistics (lines under its own heading)
+  /// for the table --stats prints at exit, after the place's message table.
+  template <auto Method, class M>
+  void reports_stats_with(const M& module) {
+    m_stats.push_back(
+        {[](const void* m) { return (static_cast<const M*>(m)->*Method)(); }, &module, {}});
+  }
+  /// @brief The modules' statistics (see reports_stats_with), one section each.
+  std::string describe_stats() const;
+
   // ---- hints for idle workers ----
   /// @brief A message this place waits for (an `at` reply, a finish's reports) is on its way:
   /// idle workers keep polling longer before they park.
@@ -168,6 +178,7 @@ private:
   std::vector<hook> m_after_delivery;
   std::vector<predicate> m_expecting;
   std::vector<describer> m_describers;
+  std::vector<describer> m_stats;
   /// Messages this place waits for (a hint for idle workers, see expect_message).
   spread_counter m_awaited;
   /// After the transport: destroyed first (they may send while they end).
