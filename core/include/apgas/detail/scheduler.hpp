@@ -44,8 +44,8 @@ public:
   /// steal it): no queue, no lock, on the path of every `at` request and reply and remote
   /// async. The handoff slot's case is inline (a resumed `at` caller takes it).
   void inject(deque_item item) {
-    if (worker* w = t_worker; w != nullptr && w->m_between_strands && &w->sched() == this &&
-                              w->m_handoff == 0) {
+    if (worker* w = t_worker;
+        w != nullptr && w->m_between_strands && &w->sched() == this && w->m_handoff == 0) {
       w->m_handoff = item; // run as soon as the poll returns
       return;
     }
@@ -115,14 +115,14 @@ private:
   std::vector<std::unique_ptr<worker>> m_workers;
   std::vector<std::thread> m_threads;
 
-  std::mutex m_inject_mutex;                 ///< guards m_injected
+  std::mutex m_inject_mutex; ///< guards m_injected
   std::deque<deque_item> m_injected;
   std::atomic<std::size_t> m_injected_count{0}; ///< lock-free "anything injected?" hint
 
   std::atomic<bool> m_stop{false};
   std::atomic<network*> m_network{nullptr}; ///< set once before activities run
   std::atomic<bool> m_watcher_taken{false}; ///< a parked worker polls the network (see worker_main)
-  std::atomic<std::int64_t> m_watcher_park_limit_ns{0}; ///< see watcher_park_limit
+  std::atomic<std::int64_t> m_watcher_park_limit_ns{0};       ///< see watcher_park_limit
   std::vector<std::unique_ptr<finish_state>> m_root_finishes; ///< kept until destruction
 };
 

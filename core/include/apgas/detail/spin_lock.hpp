@@ -30,7 +30,8 @@ public:
   // The fast path inline, the wait out of line: GCC otherwise leaves lock() itself out of line
   // in large translation units (a call per remote async, ~17 instructions).
   [[gnu::always_inline]] void lock() noexcept {
-    if (!try_lock()) [[unlikely]] wait_and_lock();
+    if (!try_lock()) [[unlikely]]
+      wait_and_lock();
   }
   [[gnu::noinline]] void wait_and_lock() noexcept {
     while (!try_lock()) {
