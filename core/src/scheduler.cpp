@@ -3,34 +3,14 @@
 
 #include "apgas/detail/topology.hpp"
 
-#include <algorithm>
 #include <array>
 #include <chrono>
 
 namespace apgas::detail {
 
 namespace {
-// Parked workers of a place with a network wake up after at most this long to poll it.
-constexpr std::chrono::nanoseconds k_min_network_park = std::chrono::microseconds(20);
-constexpr std::chrono::nanoseconds k_max_network_park = std::chrono::microseconds(1000);
-// A place quiet for long wakes up less often still: after at most 1/k_quiet_share of the time
-// it has been quiet, and k_max_quiet_park at most (from 16 ms of quiet on). A wake-up costs
-// ~20 us of system time here (a timer in a VM), more after a long sleep: at 1 ms an idle place
-// used ~2.5 % of a core, at 8 ms ~1 % (bench_idle). A message that ends a long quiet waits a
-// little longer to be seen, but never more than 1/16 of the quiet before it.
-constexpr std::chrono::nanoseconds k_max_quiet_park = std::chrono::microseconds(8000);
-constexpr int k_quiet_share = 16;
-// While the place expects messages (network::expecting_messages), an idle worker spins this
-// long before it parks, and the watcher's waits grow no longer than k_expecting_park: the
-// answer to an `at` typically comes within microseconds, and a place that parks meanwhile
-// makes the next round trip wait for its wake-up (a sleeping caller and a sleeping callee
-// then take turns, each round trip costing a park).
-constexpr std::chrono::nanoseconds k_expecting_spin = std::chrono::microseconds(1000);
-constexpr std::chrono::nanoseconds k_expecting_park = std::chrono::microseconds(100);
 // Items a worker moves from the injection queue to its deque at once after a network poll.
 constexpr std::size_t k_injected_batch = 64;
-// Pauses between two rounds of an idle worker's search.
-constexpr int k_spin_pauses = 1;
 } // namespace
 
 // ---- worker: the slow paths of the strand protocol ------------------------------------------
@@ -272,6 +252,8 @@ deque_item scheduler::find_work(worker& self) {
   return 0;
 }
 
+// One worker thread: find work and run it; out of work, spin a while, then park (the idle
+// policy decides when, and who watches the network meanwhile).
 void scheduler::worker_main(unsigned index) {
   worker& self = *m_workers[index];
   t_worker = &self;
@@ -279,133 +261,69 @@ void scheduler::worker_main(unsigned index) {
   self.set_stack_base(__builtin_frame_address(0));
   if (m_options.pin_workers)
     topology::instance().bind_this_thread(index);
+  idle_policy idle(std::chrono::microseconds(m_options.spin_us), m_yield_while_spinning, m_watch);
   m_gate.begin_search();
-  unsigned idle_rounds = 0;
-  using spin_clock = std::chrono::steady_clock;
-  const auto spin_budget = std::chrono::duration_cast<spin_clock::duration>(
-      std::chrono::microseconds(m_options.spin_us));
-  spin_clock::time_point spin_start;
-  bool yielding = false;
-  // With a network, one parked worker at a time (the watcher) sleeps with a time limit so
-  // that somebody polls for messages; the others sleep until woken.
-  bool watcher = false;
-  std::chrono::nanoseconds park_backoff = k_min_network_park;
-  // When the watcher's current run of fruitless wake-ups began (its first park with the
-  // shortest limit); the epoch: not watching.
-  spin_clock::time_point quiet_since{};
   // acquire: pairs with stop()'s release.
   while (!m_stop.load(std::memory_order_acquire)) {
     if (deque_item item = find_work(self)) {
-      park_backoff = k_min_network_park;
-      if (watcher) { // hand the watch over before getting busy
-        watcher = false;
-        m_watcher_taken.store(false, std::memory_order_release);
-        m_gate.wake_one();
-      }
-      // The last searcher hands the search over before it gets busy (see idle_gate.hpp).
-      if (m_gate.end_search())
-        m_gate.wake_one();
-      run_item(self, item);
-      m_gate.begin_search();
-      idle_rounds = 0;
+      run(self, idle, item);
       continue;
     }
     if (self.m_served_messages) {
-      // Handlers ran and left no work (an `at` of a plain function runs in its handler): this
-      // worker was busy, so it starts a new spin like after running an item, and a watcher
-      // stops watching (it would sleep again at once and answer the next request late).
       self.m_served_messages = false;
-      park_backoff = k_min_network_park;
-      if (watcher) {
-        watcher = false;
-        m_watcher_taken.store(false, std::memory_order_release); // see the exchange below
-      }
-      idle_rounds = 0;
+      idle.served_messages();
     }
+    // acquire: pairs with set_network's release.
     network* net = m_network.load(std::memory_order_acquire);
-    if (idle_rounds == 0) {
-      self.m_published.publish(self.m_counters);
-      // Out of work: what we buffered for other places may be what they (and so we) wait for.
-      if (net != nullptr)
-        net->flush();
-      spin_start = spin_clock::now();
-      yielding = false;
-    }
-    // A watcher that woke up to poll goes back to sleep at once; others keep looking for a
-    // while (spin_us): a round is a steal attempt on every worker and a network poll, with a
-    // short pause between rounds (one pause is ~30 ns here: long pauses make a message wait)
-    // when there is no network: a network poll (~150 ns, most of it MPI's progress) is pause
-    // enough, and the length of a round is how late a message is seen.
-    // In the second half of the spin a round also yields the CPU if the node is oversubscribed.
-    // The clock (~25 ns here) is read every 32 rounds only.
-    ++idle_rounds;
-    if (!watcher && spin_budget.count() > 0) {
-      if ((idle_rounds & 31U) != 0) {
-        if (net == nullptr)
-          for (int i = 0; i < k_spin_pauses; ++i)
-            cpu_relax();
-        if (yielding)
-          std::this_thread::yield();
-        continue;
-      }
-      const auto spun = spin_clock::now() - spin_start;
-      if (spun < spin_budget) {
-        yielding = m_yield_while_spinning && spun > spin_budget / 2;
-        continue;
-      }
-      if (net != nullptr && spun < k_expecting_spin && net->expecting_messages()) {
-        yielding = m_yield_while_spinning;
-        continue;
-      }
-    }
-    idle_rounds = 0;
-    if (net != nullptr)
-      net->flush(); // nobody else may send our buffered messages soon
-    m_gate.end_search();
-    const std::uint32_t epoch = m_gate.prepare_park();
-    // seq_cst: after the epoch read (see set_network): a network set meanwhile is seen here.
-    net = m_network.load(std::memory_order_seq_cst);
-    if (m_stop.load(std::memory_order_seq_cst) || work_visible()) {
-      m_gate.cancel_park();
-      park_backoff = k_min_network_park;
-    } else {
-      ++self.m_counters.parks;
-      // Only a place whose network needs polls has a watcher: a one-place run with nothing
-      // buffered sleeps until something wakes it (a send does, see wake_for_network). Asked
-      // after prepare_park: a send that the network does not see here sees us parked.
-      const bool needs_polls = net != nullptr && net->needs_polls_when_idle();
-      // acq_rel: the role is a token passed between workers.
-      if (needs_polls && !watcher) {
-        watcher = !m_watcher_taken.exchange(true, std::memory_order_acq_rel);
-      } else if (!needs_polls && watcher) {
-        watcher = false;
-        m_watcher_taken.store(false, std::memory_order_release);
-      }
-      // The watcher's limit doubles while nothing happens, up to 1 ms, then 8 ms as the quiet
-      // lasts (see k_max_quiet_park); 100 us at most while a message is expected.
-      if (watcher && net->expecting_messages())
-        park_backoff = std::min(park_backoff, k_expecting_park);
-      if (watcher) {
-        if (park_backoff == k_min_network_park)
-          quiet_since = spin_clock::now();
-        // relaxed: a snapshot for observers (see watcher_park_limit).
-        m_watcher_park_limit_ns.store(park_backoff.count(), std::memory_order_relaxed);
-      }
-      m_gate.park(epoch, watcher ? park_backoff : std::chrono::nanoseconds::zero());
-      if (watcher) {
-        const auto quiet =
-            std::chrono::duration_cast<std::chrono::nanoseconds>(spin_clock::now() - quiet_since);
-        const auto limit = std::clamp(quiet / k_quiet_share, k_max_network_park, k_max_quiet_park);
-        park_backoff = std::min(park_backoff * 2, limit);
-      }
-    }
-    m_gate.begin_search();
+    if (idle.spin_starting())
+      ran_out_of_work(self, net);
+    if (!idle.keep_searching(net))
+      park(self, idle, net);
   }
-  if (watcher)
-    m_watcher_taken.store(false, std::memory_order_release);
+  idle.retire();
   m_gate.end_search();
   t_frame_pool = &g_passthrough_frame_pool;
   t_worker = nullptr;
+}
+
+// inline: on the path of every item the search finds (an `at` reply, a steal).
+inline void scheduler::run(worker& self, idle_policy& idle, deque_item item) {
+  if (idle.found_work())
+    m_gate.wake_one(); // the watch is handed over before we get busy
+  // The last searcher hands the search over before it gets busy (see idle_gate.hpp).
+  if (m_gate.end_search())
+    m_gate.wake_one();
+  run_item(self, item);
+  m_gate.begin_search();
+}
+
+void scheduler::ran_out_of_work(worker& self, network* net) {
+  self.m_published.publish(self.m_counters);
+  // What we buffered for other places may be what they (and so we) wait for.
+  if (net != nullptr)
+    net->flush();
+}
+
+void scheduler::park(worker& self, idle_policy& idle, network* net) {
+  if (net != nullptr)
+    net->flush(); // nobody else may send our buffered messages soon
+  m_gate.end_search();
+  const std::uint32_t epoch = m_gate.prepare_park();
+  // seq_cst: after the epoch read (see set_network): a network set meanwhile is seen here.
+  net = m_network.load(std::memory_order_seq_cst);
+  if (m_stop.load(std::memory_order_seq_cst) || work_visible()) {
+    m_gate.cancel_park();
+    idle.cancelled_park();
+  } else {
+    ++self.m_counters.parks;
+    // A network that needs no polls (a one-place run with nothing buffered) gets no watcher:
+    // a send wakes the place (see wake_for_network). Asked after prepare_park: a send that
+    // the network does not see here sees us parked.
+    const network* to_watch = net != nullptr && net->needs_polls_when_idle() ? net : nullptr;
+    m_gate.park(epoch, idle.park_limit(to_watch));
+    idle.woke_up();
+  }
+  m_gate.begin_search();
 }
 
 void scheduler::run_item(worker& self, deque_item item) {
