@@ -103,8 +103,8 @@ public:
       : finish_all_awaiter(p, std::index_sequence_for<T...>{}, std::move(tasks)...) {}
   finish_all_awaiter(const finish_all_awaiter&) = delete;
   finish_all_awaiter& operator=(const finish_all_awaiter&) = delete;
-  [[gnu::always_inline]] ~finish_all_awaiter() { // only if never awaited: the frames were not
-                                                 // handed over
+  // Destroys the frames only if never awaited (they were not handed over).
+  [[gnu::always_inline]] ~finish_all_awaiter() {
     if (m_state.m_waiter == nullptr)
       for (promise_base* p : m_promises)
         p->m_self.destroy();
@@ -175,8 +175,8 @@ private:
       // A compiler barrier between the reads of two slots. Without it GCC merges the reads of
       // adjacent small results (fib's two longs) into one 16-byte load, which spans the two
       // 8-byte stores the tasks made moments ago: the CPU cannot forward such a load from its
-      // store buffer and stalls until both stores reach the cache. That stall cost fib a
-      // fifth of its time per task (27.9 against 22.8 ns, one worker).
+      // store buffer and stalls until both stores reach the cache, a large share of the time
+      // of a task as fine-grained as fib's.
       asm volatile("" ::: "memory");
       return std::move(slot.m_value);
     }
