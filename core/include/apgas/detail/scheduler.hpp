@@ -5,6 +5,7 @@
 
 #include "apgas/detail/activity.hpp"
 #include "apgas/detail/idle_gate.hpp"
+#include "apgas/detail/idle_policy.hpp"
 #include "apgas/detail/network.hpp"
 #include "apgas/detail/worker.hpp"
 #include "apgas/options.hpp"
@@ -44,8 +45,8 @@ public:
   /// steal it): no queue, no lock, on the path of every `at` request and reply and remote
   /// async. The handoff slot's case is inline (a resumed `at` caller takes it).
   void inject(deque_item item) {
-    if (worker* w = t_worker; w != nullptr && w->m_between_strands && &w->sched() == this &&
-                              w->m_handoff == 0) {
+    if (worker* w = t_worker;
+        w != nullptr && w->m_between_strands && &w->sched() == this && w->m_handoff == 0) {
       w->m_handoff = item; // run as soon as the poll returns
       return;
     }
@@ -57,7 +58,7 @@ public:
   /// time). pre: called before any activity runs; `net` outlives the workers (stop() first).
   void set_network(network* net) noexcept {
     // seq_cst, then the epoch bump of notify_all: a worker that parks decides whether to
-    // watch from a load of m_network made after it read the epoch (see worker_main), so it
+    // watch from a load of m_network made after it read the epoch (see park), so it
     // either sees the network or is woken by the bump.
     m_network.store(net, std::memory_order_seq_cst);
     // Workers that parked before there was a network parked without a time limit (nobody had
@@ -78,15 +79,9 @@ public:
 
   /// @brief True while a worker holds the watcher's role (it parks with a time limit to poll
   /// the network). Diagnostics and tests.
-  bool watched() const noexcept {
-    // relaxed: a snapshot for observers; the role's hand-overs are ordered among workers.
-    return m_watcher_taken.load(std::memory_order_relaxed);
-  }
+  bool watched() const noexcept { return m_watch.taken(); }
   /// @brief The time limit of the watcher's latest park (zero before any). Diagnostics and tests.
-  std::chrono::nanoseconds watcher_park_limit() const noexcept {
-    // relaxed: a snapshot for observers, written by the watcher alone.
-    return std::chrono::nanoseconds(m_watcher_park_limit_ns.load(std::memory_order_relaxed));
-  }
+  std::chrono::nanoseconds watcher_park_limit() const noexcept { return m_watch.park_limit(); }
 
   unsigned worker_count() const noexcept { return static_cast<unsigned>(m_workers.size()); }
   const options& opts() const noexcept { return m_options; }
@@ -99,8 +94,12 @@ public:
 
 private:
   void worker_main(unsigned index);
-  void run_item(worker& self, deque_item item);
+  // The steps of the worker loop.
   deque_item find_work(worker& self);
+  void run(worker& self, idle_policy& idle, deque_item item);
+  void ran_out_of_work(worker& self, network* net);
+  void park(worker& self, idle_policy& idle, network* net);
+  void run_item(worker& self, deque_item item);
   /// inject() other than into the calling worker's free handoff slot.
   void inject_other(deque_item item);
   deque_item take_injected_batch(worker& self);
@@ -115,14 +114,13 @@ private:
   std::vector<std::unique_ptr<worker>> m_workers;
   std::vector<std::thread> m_threads;
 
-  std::mutex m_inject_mutex;                 ///< guards m_injected
+  std::mutex m_inject_mutex; ///< guards m_injected
   std::deque<deque_item> m_injected;
   std::atomic<std::size_t> m_injected_count{0}; ///< lock-free "anything injected?" hint
 
   std::atomic<bool> m_stop{false};
   std::atomic<network*> m_network{nullptr}; ///< set once before activities run
-  std::atomic<bool> m_watcher_taken{false}; ///< a parked worker polls the network (see worker_main)
-  std::atomic<std::int64_t> m_watcher_park_limit_ns{0}; ///< see watcher_park_limit
+  watcher_token m_watch;                    ///< a parked worker polls the network (see idle_policy)
   std::vector<std::unique_ptr<finish_state>> m_root_finishes; ///< kept until destruction
 };
 

@@ -1,7 +1,8 @@
 // A small test-and-test-and-set lock for very short critical sections (a thief taking one
 // item, appending an exception, a frame appended to a coalescing buffer). Never held across a
-// suspension or a blocking call. Uncontended it costs one exchange and one store, against
-// ~60 instructions for a pthread mutex's lock and unlock.
+// suspension or a blocking call. Uncontended it inlines to one atomic read-modify-write and
+// one store, where a pthread mutex's lock and unlock are out-of-line library calls with an
+// atomic read-modify-write each.
 #pragma once
 
 #include <atomic>
@@ -28,9 +29,10 @@ public:
            !m_locked.exchange(true, std::memory_order_acquire);
   }
   // The fast path inline, the wait out of line: GCC otherwise leaves lock() itself out of line
-  // in large translation units (a call per remote async, ~17 instructions).
+  // in large translation units (a call per remote async).
   [[gnu::always_inline]] void lock() noexcept {
-    if (!try_lock()) [[unlikely]] wait_and_lock();
+    if (!try_lock()) [[unlikely]]
+      wait_and_lock();
   }
   [[gnu::noinline]] void wait_and_lock() noexcept {
     while (!try_lock()) {
@@ -52,7 +54,8 @@ public:
   }
 
 private:
-  /// A critical section lasts well under a microsecond; a pause is ~30 ns on current x86.
+  /// A critical section lasts much less than this many pauses: a holder that still holds the
+  /// lock after them has probably lost its core.
   static constexpr int k_spins_before_yield = 64;
   std::atomic<bool> m_locked{false};
 };
