@@ -112,10 +112,7 @@ detail::clock_token clock::register_remote_child(const detail::finish_state* spa
                               "activity registered on the clock: the finish would wait for the "
                               "child, and the child for the activity's next phase (deadlock)");
   m_proxy->check_transmit(m_phase, m_resumed);
-  bool left_home = false;
-  detail::clock_token t = m_proxy->register_remote(m_phase, to, left_home);
-  if (left_home) m_proxy->module().enter(*m_proxy);
-  return t;
+  return m_proxy->register_remote(m_phase, to);
 }
 
 void clock::unregister_remote_child(place_id to) noexcept {

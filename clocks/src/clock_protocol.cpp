@@ -39,7 +39,7 @@ clock_protocol::clock_protocol(place_engine& engine)
     : m_engine(engine), m_sched(engine.sched()), m_here(engine.here()), m_places(engine.places()),
       m_kind_report(engine.add_handler<&clock_protocol::on_report>(*this, "clock report")),
       m_kind_release(engine.add_handler<&clock_protocol::on_release>(*this, "clock release")) {
-  engine.describes_state_with<&clock_protocol::describe>(*this, "clocks that left their home");
+  engine.describes_state_with<&clock_protocol::describe>(*this, "clocks");
   engine.reports_stats_with<&clock_protocol::stats_table>(*this);
 }
 
@@ -83,13 +83,12 @@ clock_proxy& clock_protocol::make_clock(signal s) {
   const clock_id id{m_here, m_next_serial.fetch_add(1, std::memory_order_relaxed)};
   auto* px = new clock_proxy(*this, id, 1, s, std::nullopt);
   px->retain();
+  {
+    std::lock_guard guard(m_table_mutex); // the dump lists it; reports find it once it leaves
+    m_table.emplace(id, px);
+  }
   m_counters.clocks_made.fetch_add(1, std::memory_order_relaxed); // a statistic
   return *px;
-}
-
-void clock_protocol::enter(clock_proxy& px) {
-  std::lock_guard guard(m_table_mutex);
-  m_table.emplace(px.id(), &px);
 }
 
 clock_proxy* clock_protocol::find(const clock_id& id, const clock_token* create_from) {
@@ -112,13 +111,19 @@ clock_proxy& clock_protocol::adopt(const clock_token& t) {
   return *find(t.id, &t);
 }
 
-void clock_protocol::release_idle(clock_proxy& px) noexcept {
+void clock_protocol::release_idle(const clock_id& id) noexcept {
+  clock_proxy* px = nullptr;
   {
+    // The proxy is reached through the table only: a thread that released it may find it
+    // retained again and released by another thread, freed, or replaced by a new proxy of the
+    // same clock (which it frees only if that one too is unreferenced and owes nothing).
     std::lock_guard guard(m_table_mutex);
-    if (!px.idle()) return; // retained again, or it still owes a report or a tally
-    m_table.erase(px.id()); // (a local clock is not in the table)
+    const auto it = m_table.find(id);
+    if (it == m_table.end() || !it->second->idle()) return;
+    px = it->second;
+    m_table.erase(it);
   }
-  delete &px;
+  delete px;
 }
 
 // ---- messages --------------------------------------------------------------------------------

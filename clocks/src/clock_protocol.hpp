@@ -57,12 +57,11 @@ public:
 
   /// @brief A new clock homed here, local until it first leaves (retained once).
   clock_proxy& make_clock(signal s);
-  /// @brief Enters a clock that is leaving its home into the table (reports then find it).
-  void enter(clock_proxy& px);
   /// @brief The proxy here of a token's clock (created if needed), retained once.
   clock_proxy& adopt(const clock_token& t);
-  /// @brief Frees `px` if nothing refers to it and it owes nothing (pre: its references are 0).
-  void release_idle(clock_proxy& px) noexcept;
+  /// @brief Frees the proxy of `id` if nothing refers to it and it owes nothing (called when
+  /// its references fell to zero).
+  void release_idle(const clock_id& id) noexcept;
 
   /// @brief Sends `r` to the tallying places (not here: the caller applied it here if it
   /// tallies). Then flushes.
@@ -97,7 +96,7 @@ private:
   clock_counters m_counters;
   std::atomic<std::uint64_t> m_next_serial{1}; ///< relaxed: only uniqueness matters
   mutable std::mutex m_table_mutex;            ///< guards m_table
-  /// Clocks that left their home, by id (a local clock is reached through its registrations).
+  /// The clocks with registrants or a tally here, by id.
   std::unordered_map<clock_id, clock_proxy*, id_hash> m_table;
 };
 

@@ -38,8 +38,11 @@ void clock_proxy::retain() noexcept {
 }
 
 void clock_proxy::release() noexcept {
+  // Copies first: once the count is zero another thread may free the proxy (see release_idle).
+  clock_protocol& module = m_module;
+  const clock_id id = m_id;
   // acq_rel: the last release sees every other holder's changes before the proxy is freed.
-  if (m_refs.fetch_sub(1, std::memory_order_acq_rel) == 1) m_module.release_idle(*this);
+  if (m_refs.fetch_sub(1, std::memory_order_acq_rel) == 1) module.release_idle(id);
 }
 
 bool clock_proxy::idle() const noexcept {
@@ -94,10 +97,9 @@ void clock_proxy::register_adopted(std::uint64_t phase) noexcept {
   ++m_registrants;
 }
 
-clock_token clock_proxy::register_remote(std::uint64_t phase, place_id to, bool& left_home) {
+clock_token clock_proxy::register_remote(std::uint64_t phase, place_id to) {
   std::lock_guard guard(m_lock);
-  left_home = !m_first_phase;
-  if (left_home) {
+  if (!m_first_phase) {
     // The clock leaves its home: from this phase on every place with registrants reports, and
     // the registrants already here are the home's base (its first report says so).
     m_first_phase = phase;
@@ -304,12 +306,14 @@ void clock_proxy::publish(outbox& out) {
 
 std::string clock_proxy::describe() const {
   std::lock_guard guard(m_lock);
-  std::string s = fmt::format("    clock {}:{} phase {}: {} registrant(s) here, {} not resumed",
+  std::string s = fmt::format("    clock {}:{} phase {}{}: {} registrant(s) here, {} not resumed",
                               m_id.home, m_id.serial, m_phase.load(std::memory_order_relaxed),
-                              m_registrants, m_cur.unresumed);
-  if (m_tally != nullptr) {
-    s += "; waits for";
-    for (const auto& [p, n] : m_tally->waiting_for()) s += fmt::format(" place {}={}", p, n);
+                              m_first_phase ? "" : " (local)", m_registrants, m_cur.unresumed);
+  if (m_tally != nullptr &&
+      m_tally->oldest_open_phase() == m_phase.load(std::memory_order_relaxed)) {
+    const auto waiting = m_tally->waiting_for();
+    if (!waiting.empty()) s += "; the phase waits for";
+    for (const auto& [p, n] : waiting) s += fmt::format(" place {} ({})", p, n);
   }
   return s + "\n";
 }

@@ -55,10 +55,8 @@ public:
   /// @brief A new activity that came with a token registers here in `phase`.
   void register_adopted(std::uint64_t phase) noexcept;
   /// @brief A registrant in `phase` registers a new activity at place `to` (counted here,
-  /// adopted there). `left_home` is set if the clock leaves its home now (the caller then
-  /// enters it in the module's table, outside this proxy's lock).
-  /// @return the token it travels with.
-  clock_token register_remote(std::uint64_t phase, place_id to, bool& left_home);
+  /// adopted there). @return the token it travels with.
+  clock_token register_remote(std::uint64_t phase, place_id to);
   /// @brief Undoes register_remote (the activity could not be sent). pre: the registrant has
   /// not resumed since.
   void unregister_remote(std::uint64_t phase, place_id to) noexcept;

@@ -2,12 +2,14 @@
 // step, reductions, drops, misuse, many more activities than workers, lazy and eager alike.
 #include <apgas/apgas.hpp>
 #include <apgas/clock.hpp>
+#include <apgas/detail/place_engine.hpp>
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -310,6 +312,102 @@ TEST(clock, remote_children_spawned_mid_run_join_the_current_phase) {
   long expect = 0;
   for (long s = 0; s < 10; ++s) expect += s + 2;
   EXPECT_EQ(total, expect);
+}
+
+TEST(clock, phases_stay_in_lock_step_under_random_delays) {
+  const long activities = g_rt->run([]() -> task<long> {
+    const long n = 4L * apgas::places();
+    co_await apgas::finish([&]() -> task<> {
+      clock c = co_await clock::make();
+      for (place_id p = 0; p < apgas::places(); ++p)
+        for (long i = 0; i < 4; ++i)
+          co_await apgas::async_at(
+              p, apgas::clocked(c),
+              [](clock mine, long total, long seed) -> task<> {
+                std::uint64_t x = static_cast<std::uint64_t>(seed) * 0x9E3779B97F4A7C15ULL + 1;
+                for (long step = 0; step < 30; ++step) {
+                  x ^= x << 13;
+                  x ^= x >> 7;
+                  x ^= x << 17;
+                  volatile std::uint64_t sink = 0; // a random amount of work before the advance
+                  for (std::uint64_t k = 0; k < x % 20000; ++k) sink = sink + k;
+                  if (!co_await lock_step(mine, step, total))
+                    throw std::runtime_error("phases out of step");
+                }
+              },
+              n, static_cast<long>(p * 4 + i));
+      c.drop();
+    });
+    co_return n;
+  });
+  EXPECT_EQ(activities, 4L * g_rt->places());
+}
+
+TEST(clock, a_place_whose_activities_wait_on_a_phase_still_serves_messages) {
+  const long answered = g_rt->run([]() -> task<long> {
+    const place_id last = apgas::places() - 1;
+    long answers = 0;
+    co_await apgas::finish([&]() -> task<> {
+      clock c = co_await clock::make();
+      // The last place's activities advance at once: they wait for this activity's resume.
+      for (int i = 0; i < 4; ++i)
+        co_await apgas::async_at(last, apgas::clocked(c),
+                                 [](clock mine) -> task<> { co_await mine.advance(); });
+      // Meanwhile that place answers requests (its workers are free: nobody blocks on a phase).
+      for (int i = 0; i < 20; ++i)
+        answers += co_await apgas::at(
+                       last, [](int x) { return x + 1; }, i) -
+                   i;
+      co_await c.advance();
+    });
+    co_return answers;
+  });
+  EXPECT_EQ(answered, 20);
+}
+
+TEST(clock, a_place_whose_activities_all_drop_leaves_the_others_going) {
+  const long total = g_rt->run([]() -> task<long> {
+    std::atomic<long> total{0};
+    co_await apgas::finish([&]() -> task<> {
+      clock c = co_await clock::make();
+      const place_id n = apgas::places();
+      for (place_id p = 0; p < n; ++p)
+        co_await apgas::async_at(
+            p, apgas::clocked(c),
+            [](clock mine, place_id places) -> task<> {
+              // Activities at the last place drop after 5 phases; the others go on to 20.
+              const bool leaves = apgas::here() == places - 1 && places > 1;
+              for (long step = 0; step < 20; ++step) {
+                if (leaves && step == 5) co_return; // drops as it ends
+                const long n = co_await mine.advance(apgas::sum, 1L);
+                const long expect = static_cast<long>(places) - (places > 1 && step >= 5 ? 1 : 0);
+                if (n != expect) throw std::runtime_error("a dropped place still counted");
+              }
+            },
+            n);
+      c.drop();
+    });
+    co_return total.load();
+  });
+  EXPECT_EQ(total, 0);
+}
+
+TEST(clock, the_state_dump_lists_a_clock_and_what_its_phase_waits_for) {
+  const std::string dump = g_rt->run([]() -> task<std::string> {
+    std::string dump;
+    co_await apgas::finish([&]() -> task<> {
+      clock c = co_await clock::make();
+      co_await apgas::async(apgas::clocked(c), [](clock mine) -> task<> {
+        co_await mine.advance(); // waits for the maker
+      });
+      dump = apgas::detail::place_engine::current().describe_state();
+      co_await c.advance();
+    });
+    co_return dump;
+  });
+  EXPECT_NE(dump.find("clocks:"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("phase 1 (local): 2 registrant(s) here"), std::string::npos)
+      << dump;
 }
 
 } // namespace
