@@ -127,16 +127,21 @@ bool clock::begin_advance(const detail::reduce_contribution* c, signal s) {
   if (m_proxy->ended(m_phase)) return true;
   if (s == signal::eager) {
     // Keep this worker a while, re-checking the phase and polling the network (the phase's
-    // end may be a message); suspend only if it has not ended by then.
+    // end may be a message); suspend once the wait has lasted --spin-us, or as soon as the
+    // place has other work: an activity that this worker could run instead may be one the
+    // phase waits for.
     detail::worker& w = *detail::t_worker;
     using spin_clock = std::chrono::steady_clock;
     const auto budget = std::chrono::microseconds(w.sched().opts().spin_us);
     const auto start = spin_clock::now();
+    detail::network* net = w.sched().net();
     for (unsigned round = 1;; ++round) {
       if (m_proxy->ended(m_phase)) return true;
-      detail::cpu_relax();
-      if ((round & 63U) != 0) continue;
-      if (detail::network* net = w.sched().net()) (void)net->poll();
+      // A poll is pause enough (the phase's end may be one of the messages it delivers).
+      if (net != nullptr) (void)net->poll();
+      else detail::cpu_relax();
+      if ((round & 15U) != 0) continue;
+      if (w.sched().work_visible()) return false;
       if (spin_clock::now() - start > budget) return m_proxy->ended(m_phase);
     }
   }
@@ -156,7 +161,7 @@ std::coroutine_handle<> clock::suspend_advance(detail::clock_waiter& w) {
 void clock::end_advance(void* result, std::size_t size) {
   if (result != nullptr) {
     const detail::clock_partial& r = m_proxy->result_of(m_phase);
-    if (r.value.size() != size)
+    if (r.size != size)
       throw clock_use_exception("apgas: the contributions to a clock phase's reduction use "
                                 "different types");
     std::memcpy(result, r.value.data(), size);

@@ -18,18 +18,23 @@ APGAS_REGISTER_PROTOCOL_MODULE(clocks,
 
 namespace {
 
-/// A partial reduction on the wire: the combine function's code offset (0: none), its bytes.
+/// A partial reduction on the wire: the combine function's code offset (0: none), its size,
+/// its bytes.
 void put_partial(byte_writer& w, const clock_partial& p) {
   const std::int64_t code = p.empty() ? 0 : code_offset(reinterpret_cast<const void*>(p.combine));
-  serialize_all(w, code, p.value);
+  serialize_all(w, code, p.size);
+  w.write_bytes(p.value.data(), p.empty() ? 0 : p.size);
 }
 clock_partial get_partial(byte_reader& r) {
   clock_partial p;
   const auto code = deserialize<std::int64_t>(r);
-  p.value = deserialize<std::vector<std::byte>>(r);
-  if (code != 0) p.combine = reinterpret_cast<combine_fn>(const_cast<void*>(code_at(code)));
-  if (!p.empty() && (p.value.empty() || p.value.size() > k_max_reduce_bytes))
+  const auto size = deserialize<std::uint32_t>(r);
+  if (code == 0) return p;
+  if (size == 0 || size > k_max_reduce_bytes)
     throw transport_error("apgas: a clock message carries a reduction value of a wrong size");
+  p.combine = reinterpret_cast<combine_fn>(const_cast<void*>(code_at(code)));
+  p.size = size;
+  r.read_bytes(p.value.data(), size);
   return p;
 }
 
@@ -37,6 +42,7 @@ clock_partial get_partial(byte_reader& r) {
 
 clock_protocol::clock_protocol(place_engine& engine)
     : m_engine(engine), m_sched(engine.sched()), m_here(engine.here()), m_places(engine.places()),
+      m_all_to_all(m_places <= engine.sched().opts().clock_all_to_all_places),
       m_kind_report(engine.add_handler<&clock_protocol::on_report>(*this, "clock report")),
       m_kind_release(engine.add_handler<&clock_protocol::on_release>(*this, "clock release")) {
   engine.describes_state_with<&clock_protocol::describe>(*this, "clocks");
@@ -128,30 +134,40 @@ void clock_protocol::release_idle(const clock_id& id) noexcept {
 
 // ---- messages --------------------------------------------------------------------------------
 
+namespace {
+/// This thread's buffer for a clock message (a report or a release: one phase, one or two
+/// messages per place; no malloc each time).
+std::vector<std::byte>& message_buffer() {
+  thread_local std::vector<std::byte> bytes;
+  bytes.clear();
+  return bytes;
+}
+} // namespace
+
 void clock_protocol::send_report(const clock_proxy& px, const clock_report& r) {
-  std::vector<std::byte> bytes;
+  std::vector<std::byte>& bytes = message_buffer();
   byte_writer w(bytes);
   // The first phase rides on every report: a place may hear of the clock first from a report
   // of a later phase, and its tally must start where the clock left its home.
   serialize_all(w, m_kind_report, px.id().home, px.id().serial, r.first_phase, r.phase, r.seq,
                 r.base, r.completed, r.carried, r.sent);
   put_partial(w, r.partial);
+  // Each report leaves at once: a phase waits for it (and at few places, for nothing else).
   transport& net = m_engine.net();
   if (all_to_all()) {
     for (place_id p = 0; p < m_places; ++p) {
       if (p == m_here) continue;
       m_counters.reports_sent.fetch_add(1, std::memory_order_relaxed); // a statistic
-      net.send(p, bytes);
+      net.send_now(p, bytes);
     }
   } else if (px.id().home != m_here) {
     m_counters.reports_sent.fetch_add(1, std::memory_order_relaxed);
-    net.send(px.id().home, bytes);
+    net.send_now(px.id().home, bytes);
   }
-  net.flush(); // the phase waits for it
 }
 
 void clock_protocol::send_release(const clock_proxy& px, const clock_phase_end& end) {
-  std::vector<std::byte> bytes;
+  std::vector<std::byte>& bytes = message_buffer();
   byte_writer w(bytes);
   serialize_all(w, m_kind_release, px.id().home, px.id().serial, end.phase,
                 static_cast<std::uint8_t>(end.last ? 1 : 0));
@@ -160,9 +176,8 @@ void clock_protocol::send_release(const clock_proxy& px, const clock_phase_end& 
   for (place_id p : end.carried_at) {
     if (p == m_here) continue;
     m_counters.releases_sent.fetch_add(1, std::memory_order_relaxed); // a statistic
-    net.send(p, bytes);
+    net.send_now(p, bytes);
   }
-  net.flush();
 }
 
 void clock_protocol::on_report(place_id from, std::span<const std::byte> body) {
@@ -185,7 +200,7 @@ void clock_protocol::on_report(place_id from, std::span<const std::byte> body) {
     throw transport_error("apgas: a clock report arrived damaged");
   const clock_token create{id, rep.first_phase, rep.first_phase, signal::lazy};
   clock_proxy* px = find(id, &create);
-  px->on_report(std::move(rep));
+  px->on_report(rep);
   px->release();
 }
 
@@ -210,9 +225,7 @@ void clock_protocol::on_release(place_id /*from*/, std::span<const std::byte> bo
   px->release();
 }
 
-void clock_protocol::wake(const std::vector<clock_waiter*>& w) {
-  for (clock_waiter* waiter : w) m_sched.inject(as_independent(waiter->activity));
-}
+void clock_protocol::wake(const clock_waiter& w) { m_sched.inject(as_independent(w.activity)); }
 
 std::string clock_protocol::describe() const {
   std::lock_guard guard(m_table_mutex);

@@ -68,8 +68,8 @@ public:
   void send_report(const clock_proxy& px, const clock_report& r);
   /// @brief The home sends `end` to the places whose registrants carry into the next phase.
   void send_release(const clock_proxy& px, const clock_phase_end& end);
-  /// @brief Makes the activities of `w` runnable (outside any clock lock).
-  void wake(const std::vector<clock_waiter*>& w);
+  /// @brief Makes the activity of `w` runnable (outside any clock lock).
+  void wake(const clock_waiter& w);
 
 private:
   void on_report(place_id from, std::span<const std::byte> body);
@@ -90,7 +90,7 @@ private:
   scheduler& m_sched;
   place_id m_here;
   place_id m_places;
-  bool m_all_to_all;
+  bool m_all_to_all; ///< places <= --clock-all-to-all-places
   message_kind m_kind_report;
   message_kind m_kind_release;
   clock_counters m_counters;

@@ -28,7 +28,7 @@ clock_proxy::clock_proxy(clock_protocol& module, clock_id id, std::uint64_t phas
   // Every place tallies a distributed clock up to --clock-all-to-all-places places; beyond, the
   // home.
   if (first_phase && (module.all_to_all() || id.home == module.here()))
-    m_tally = std::make_unique<clock_tally>(*first_phase);
+    m_tally = std::make_unique<clock_tally>(*first_phase, !module.all_to_all());
 }
 
 void clock_proxy::retain() noexcept {
@@ -104,7 +104,7 @@ clock_token clock_proxy::register_remote(std::uint64_t phase, place_id to) {
     // the registrants already here are the home's base (its first report says so).
     m_first_phase = phase;
     m_base = static_cast<std::uint64_t>(m_cur.unresumed) + m_cur.completed;
-    m_tally = std::make_unique<clock_tally>(phase);
+    m_tally = std::make_unique<clock_tally>(phase, !m_module.all_to_all());
   }
   count_sent(slot_of(phase), to, 1);
   return clock_token{m_id, phase, *m_first_phase, m_signal};
@@ -144,16 +144,10 @@ void clock_proxy::resume(std::uint64_t& phase, bool& resumed, const reduce_contr
     }
     phase_slot& s = slot_of(phase);
     if (c != nullptr) {
-      if (s.partial.empty()) {
-        s.partial.combine = c->combine;
-        const auto* v = static_cast<const std::byte*>(c->value);
-        s.partial.value.assign(v, v + c->size);
-      } else if (s.partial.combine != c->combine) {
+      if (!s.partial.empty() && (s.partial.combine != c->combine || s.partial.size != c->size))
         throw clock_use_exception("apgas: the contributions to a clock phase's reduction use "
                                   "different operations or types");
-      } else {
-        c->combine(s.partial.value.data(), static_cast<const std::byte*>(c->value));
-      }
+      s.partial.fold(c->combine, static_cast<const std::byte*>(c->value), c->size);
     }
     --s.unresumed;
     ++s.resumed;
@@ -217,11 +211,7 @@ void clock_proxy::after_change(outbox& out) {
   }
   if (!m_cur.unreported() && m_base == 0) return;
   clock_report r = take_report(m_cur, m_phase.load(std::memory_order_relaxed));
-  if (m_tally != nullptr) {
-    std::vector<clock_phase_end> ends;
-    m_tally->apply(r, ends);
-    apply_ends(ends, out);
-  }
+  if (m_tally != nullptr) tally(r, out);
   out.reports.push_back(std::move(r));
 }
 
@@ -236,14 +226,18 @@ clock_report clock_proxy::take_report(phase_slot& s, std::uint64_t phase) {
   r.carried = std::exchange(s.carried, 0);
   r.sent = std::move(s.sent);
   s.sent.clear();
-  r.partial = std::move(s.partial);
+  r.partial = s.partial;
   s.partial = clock_partial{};
   return r;
 }
 
 void clock_proxy::end_phase(clock_phase_end end, outbox& out) {
   m_last_result = std::move(end.result);
-  for (clock_waiter* w = m_cur.waiters; w != nullptr; w = w->next) out.wake.push_back(w);
+  for (clock_waiter* w = m_cur.waiters; w != nullptr;) {
+    clock_waiter* next = w->next; // read before it may run (it is woken after the unlock)
+    out.wake.push_back(w);
+    w = next;
+  }
   // Registrants that resumed here carry into the next phase, beside those already in it.
   phase_slot next = std::move(m_next);
   next.unresumed += static_cast<std::int64_t>(m_cur.resumed);
@@ -275,14 +269,21 @@ void clock_proxy::apply_ends(std::vector<clock_phase_end>& ends, outbox& out) {
   }
 }
 
-void clock_proxy::on_report(clock_report r) {
+void clock_proxy::tally(const clock_report& r, outbox& out) {
+  // apply_ends may take another report (a phase quiet here at once), which tallies again.
+  std::vector<clock_phase_end> ends = std::move(m_ends);
+  ends.clear();
+  m_tally->apply(r, ends);
+  apply_ends(ends, out);
+  m_ends = std::move(ends);
+}
+
+void clock_proxy::on_report(const clock_report& r) {
   outbox out;
   {
     std::lock_guard guard(m_lock);
     if (m_tally == nullptr) broken(m_id, "a report reached a place that does not tally");
-    std::vector<clock_phase_end> ends;
-    m_tally->apply(std::move(r), ends);
-    apply_ends(ends, out);
+    tally(r, out);
   }
   publish(out);
 }
@@ -291,17 +292,16 @@ void clock_proxy::on_release(clock_phase_end end) {
   outbox out;
   {
     std::lock_guard guard(m_lock);
-    std::vector<clock_phase_end> ends;
-    ends.push_back(std::move(end));
+    std::vector<clock_phase_end> ends(1, std::move(end));
     apply_ends(ends, out);
   }
   publish(out);
 }
 
 void clock_proxy::publish(outbox& out) {
-  for (const clock_report& r : out.reports) m_module.send_report(*this, r);
-  for (const clock_phase_end& end : out.releases) m_module.send_release(*this, end);
-  if (!out.wake.empty()) m_module.wake(out.wake);
+  out.reports.for_each([&](const clock_report& r) { m_module.send_report(*this, r); });
+  out.releases.for_each([&](const clock_phase_end& end) { m_module.send_release(*this, end); });
+  out.wake.for_each([&](clock_waiter* w) { m_module.wake(*w); });
 }
 
 std::string clock_proxy::describe() const {

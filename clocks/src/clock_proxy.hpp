@@ -23,6 +23,8 @@
 #include "apgas/detail/clock_tally.hpp"
 #include "apgas/detail/spin_lock.hpp"
 
+#include "small_list.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -84,7 +86,7 @@ public:
 
   // ---- the protocol (clock_protocol calls these) ----
   /// @brief Applies a report from another place (all-to-all, or at the home).
-  void on_report(clock_report r);
+  void on_report(const clock_report& r);
   /// @brief The home says `end.phase` has ended (beyond --clock-all-to-all-places places).
   void on_release(clock_phase_end end);
   /// @brief One line on what the current phase waits for (the SIGUSR1 dump).
@@ -114,15 +116,17 @@ private:
   /// What a change under the lock leads to, done once the lock is released: reports to send,
   /// phase ends to release (the home beyond --clock-all-to-all-places), activities to wake.
   struct outbox {
-    std::vector<clock_report> reports;
-    std::vector<clock_phase_end> releases;
-    std::vector<clock_waiter*> wake;
+    small_list<clock_report, 1> reports;
+    small_list<clock_phase_end, 1> releases;
+    small_list<clock_waiter*, 8> wake;
   };
   /// After a change under the lock: ends the phase (local clock) or takes a report (a
   /// distributed one) if the current phase's registrants here have all resumed.
   void after_change(outbox& out);
   void end_phase(clock_phase_end end, outbox& out);
   void apply_ends(std::vector<clock_phase_end>& ends, outbox& out);
+  /// Applies a report to this place's tally and the phase ends it brings.
+  void tally(const clock_report& r, outbox& out);
   clock_report take_report(phase_slot& s, std::uint64_t phase);
   /// Outside the lock: sends the reports and releases, wakes the waiters.
   void publish(outbox& out);
@@ -144,6 +148,7 @@ private:
   /// Set once the clock has left its home: the phase it left in (tallies start there).
   std::optional<std::uint64_t> m_first_phase;
   std::unique_ptr<clock_tally> m_tally; ///< tallying places only
+  std::vector<clock_phase_end> m_ends;  ///< phases the tally ended (reused, under m_lock)
 };
 
 } // namespace apgas::detail

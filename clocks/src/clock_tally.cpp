@@ -4,23 +4,38 @@
 #include "apgas/clock.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 namespace apgas::detail {
 
-void clock_tally::adjust(phase_state& ph, place_id p, std::int64_t delta) {
-  if (delta == 0) return;
-  auto [it, inserted] = ph.pending.try_emplace(p, 0);
-  it->second += delta;
-  if (it->second == 0) ph.pending.erase(it);
+void clock_tally::phase_state::reset() noexcept {
+  std::fill(places.begin(), places.end(), per_place{});
+  nonzero = 0;
+  held.clear();
+  partials.clear();
+  touched = false;
 }
 
-void clock_tally::apply(clock_report r, std::vector<clock_phase_end>& ended) {
+clock_tally::phase_state& clock_tally::state_of(std::uint64_t phase) {
+  const std::size_t i = phase - m_oldest;
+  while (m_window.size() <= i) m_window.emplace_back();
+  return m_window[i];
+}
+
+void clock_tally::adjust(phase_state& ph, place_id p, std::int64_t delta) {
+  if (delta == 0) return;
+  per_place& pp = ph.at(p);
+  const bool was_zero = pp.pending == 0;
+  pp.pending += delta;
+  if (was_zero) ++ph.nonzero;
+  else if (pp.pending == 0) --ph.nonzero;
+}
+
+void clock_tally::apply(const clock_report& r, std::vector<clock_phase_end>& ended) {
   if (r.phase < m_oldest) return; // a report of an ended phase cannot exist (see the header)
-  phase_state& ph = m_phases[r.phase];
+  phase_state& ph = state_of(r.phase);
   ph.touched = true;
-  if (r.seq != ph.next_seq[r.from]) { // an earlier one of its place is on its way
-    ph.held.push_back(std::move(r));
+  if (r.seq != ph.at(r.from).next_seq) { // an earlier one of its place is on its way
+    ph.held.push_back(r);
     return;
   }
   apply_in_order(r, ph);
@@ -28,7 +43,7 @@ void clock_tally::apply(clock_report r, std::vector<clock_phase_end>& ended) {
   for (bool progress = true; progress && !ph.held.empty();) {
     progress = false;
     for (auto it = ph.held.begin(); it != ph.held.end(); ++it) {
-      if (it->seq != ph.next_seq[it->from]) continue;
+      if (it->seq != ph.at(it->from).next_seq) continue;
       const clock_report unblocked = std::move(*it);
       ph.held.erase(it);
       apply_in_order(unblocked, ph);
@@ -41,53 +56,64 @@ void clock_tally::apply(clock_report r, std::vector<clock_phase_end>& ended) {
 }
 
 void clock_tally::apply_in_order(const clock_report& r, phase_state& ph) {
-  ++ph.next_seq[r.from];
+  ++ph.at(r.from).next_seq;
   if (r.base != 0) m_base_known = true;
   adjust(ph, r.from, static_cast<std::int64_t>(r.base) - static_cast<std::int64_t>(r.completed));
   for (const auto& [to, n] : r.sent) adjust(ph, to, static_cast<std::int64_t>(n));
   if (r.carried != 0) {
-    ph.carried[r.from] += r.carried;
-    phase_state& next = m_phases[r.phase + 1];
+    ph.at(r.from).carried += r.carried;
+    phase_state& next = state_of(r.phase + 1); // (ph stays valid: a deque grows at its back)
     next.touched = true;
     adjust(next, r.from, static_cast<std::int64_t>(r.carried));
   }
   if (!r.partial.empty()) {
-    if (!ph.partials.empty() && ph.partials.begin()->second.combine != r.partial.combine)
+    if (!ph.partials.empty() && (ph.partials.front().second.combine != r.partial.combine ||
+                                 ph.partials.front().second.size != r.partial.size))
       throw clock_use_exception("apgas: the contributions to a clock phase's reduction use "
                                 "different operations or types");
-    ph.partials.emplace(std::pair(r.from, r.seq), r.partial);
+    ph.partials.emplace_back(std::pair(r.from, r.seq), r.partial);
   }
 }
 
 bool clock_tally::try_end_oldest(std::vector<clock_phase_end>& ended) {
-  if (m_over) return false;
-  auto it = m_phases.find(m_oldest);
-  if (it == m_phases.end()) return false;
-  phase_state& ph = it->second;
-  if (!ph.touched || !ph.pending.empty() || !ph.held.empty()) return false;
+  if (m_over || m_window.empty()) return false;
+  phase_state& ph = m_window.front();
+  if (!ph.touched || ph.nonzero != 0 || !ph.held.empty()) return false;
   // The first phase's registrants that no report sent are the home's base: until its report
   // is in, the others' may balance to zero while some registrant is still running.
   if (!m_base_known) return false;
-  clock_phase_end end;
+  clock_phase_end& end = ended.emplace_back();
   end.phase = m_oldest;
-  for (auto& [key, partial] : ph.partials) { // canonical order: by place, then by report
-    if (end.result.empty()) end.result = std::move(partial);
-    else end.result.combine(end.result.value.data(), partial.value.data());
+  // Canonical order, by place then by report, so that every tallying place folds the same
+  // values the same way (floating point included). Reports usually arrive in that order.
+  const auto by_report = [](const auto& a, const auto& b) { return a.first < b.first; };
+  if (!std::is_sorted(ph.partials.begin(), ph.partials.end(), by_report))
+    std::sort(ph.partials.begin(), ph.partials.end(), by_report);
+  for (const auto& [key, partial] : ph.partials)
+    end.result.fold(partial.combine, partial.value.data(), partial.size);
+  bool carried = false;
+  for (place_id p = 0; p < ph.places.size(); ++p) {
+    if (ph.places[p].carried == 0) continue;
+    carried = true;
+    if (m_list_carriers) end.carried_at.push_back(p);
   }
-  for (const auto& [p, n] : ph.carried)
-    if (n != 0) end.carried_at.push_back(p);
-  end.last = end.carried_at.empty();
+  end.last = !carried;
   m_over = end.last;
-  m_phases.erase(it);
+  // The ended phase's state is reused for a later one.
+  ph.reset();
+  m_window.push_back(std::move(ph));
+  m_window.pop_front();
   ++m_oldest;
-  ended.push_back(std::move(end));
   return true;
 }
 
 std::vector<std::pair<place_id, std::int64_t>> clock_tally::waiting_for() const {
-  const auto it = m_phases.find(m_oldest);
-  if (it == m_phases.end()) return {};
-  return {it->second.pending.begin(), it->second.pending.end()};
+  std::vector<std::pair<place_id, std::int64_t>> waiting;
+  if (m_window.empty()) return waiting;
+  const phase_state& ph = m_window.front();
+  for (place_id p = 0; p < ph.places.size(); ++p)
+    if (ph.places[p].pending != 0) waiting.emplace_back(p, ph.places[p].pending);
+  return waiting;
 }
 
 } // namespace apgas::detail

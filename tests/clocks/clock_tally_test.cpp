@@ -185,9 +185,7 @@ TEST(clock_tally, reduction_results_are_folded_in_place_order) {
   using apgas::detail::combine_bytes;
   auto partial = [](double v) {
     clock_partial p;
-    p.combine = &combine_bytes<double, apgas::sum_op>;
-    p.value.resize(sizeof v);
-    std::memcpy(p.value.data(), &v, sizeof v);
+    p.fold(&combine_bytes<double, apgas::sum_op>, reinterpret_cast<const std::byte*>(&v), sizeof v);
     return p;
   };
   // The same reports in two orders give bit-identical sums.

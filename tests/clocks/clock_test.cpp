@@ -406,8 +406,7 @@ TEST(clock, the_state_dump_lists_a_clock_and_what_its_phase_waits_for) {
     co_return dump;
   });
   EXPECT_NE(dump.find("clocks:"), std::string::npos) << dump;
-  EXPECT_NE(dump.find("phase 1 (local): 2 registrant(s) here"), std::string::npos)
-      << dump;
+  EXPECT_NE(dump.find("phase 1 (local): 2 registrant(s) here"), std::string::npos) << dump;
 }
 
 } // namespace

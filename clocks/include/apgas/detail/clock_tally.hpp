@@ -31,8 +31,10 @@
 
 #include "apgas/clock_reduce.hpp"
 
+#include <array>
 #include <cstdint>
-#include <map>
+#include <cstring>
+#include <deque>
 #include <utility>
 #include <vector>
 
@@ -40,11 +42,23 @@ namespace apgas::detail {
 
 using place_id = std::uint32_t;
 
-/// @brief A place's partial reduction of one report (empty: nobody contributed).
+/// @brief A place's partial reduction of one report (empty: nobody contributed). Fixed size:
+/// phases make and move many of them, none allocates.
 struct clock_partial {
   combine_fn combine = nullptr;
-  std::vector<std::byte> value;
+  std::uint32_t size = 0;
+  std::array<std::byte, k_max_reduce_bytes> value;
   bool empty() const noexcept { return combine == nullptr; }
+  /// @brief Folds `v` (of `size` bytes) in. pre: !empty() or the first contribution.
+  void fold(combine_fn op, const std::byte* v, std::uint32_t bytes) noexcept {
+    if (empty()) {
+      combine = op;
+      size = bytes;
+      std::memcpy(value.data(), v, bytes);
+    } else {
+      op(value.data(), v);
+    }
+  }
 };
 
 /// @brief What a place tells the tallying places when its registrants of a phase have all
@@ -72,16 +86,20 @@ struct clock_phase_end {
 };
 
 /// @brief The tally of one clock at one tallying place. Thread-safety: none (the caller's lock).
+/// Counts per place are dense (indexed by place, grown to the largest place seen) and the open
+/// phases' states are reused, so a phase in steady state allocates nothing.
 class clock_tally {
 public:
   /// @param first_phase the phase in which the clock first left its home: phases end in order
   /// from there.
-  explicit clock_tally(std::uint64_t first_phase) : m_oldest(first_phase) {}
+  /// @param list_carriers fill clock_phase_end::carried_at (the home that releases the places).
+  explicit clock_tally(std::uint64_t first_phase, bool list_carriers = true)
+      : m_oldest(first_phase), m_list_carriers(list_carriers) {}
 
   /// @brief Applies `r`, or holds it back until the earlier reports of its place and phase
   /// are in. Appends the phases that ended to `ended`, in order.
   /// @throws clock_use_exception if the phase's reductions disagree (another op or type).
-  void apply(clock_report r, std::vector<clock_phase_end>& ended);
+  void apply(const clock_report& r, std::vector<clock_phase_end>& ended);
   /// @brief The oldest phase that has not ended.
   std::uint64_t oldest_open_phase() const noexcept { return m_oldest; }
   /// @brief True once a phase ended with no registrant carried (see clock_phase_end::last).
@@ -90,21 +108,34 @@ public:
   std::vector<std::pair<place_id, std::int64_t>> waiting_for() const;
 
 private:
-  struct phase_state {
-    std::map<place_id, std::int64_t> pending; ///< non-zero entries only
-    std::map<place_id, std::uint64_t> next_seq;
-    std::vector<clock_report> held; ///< arrived before an earlier one of their place
-    /// (place, seq) -> partial, folded in this order when the phase ends.
-    std::map<std::pair<place_id, std::uint64_t>, clock_partial> partials;
-    std::map<place_id, std::uint64_t> carried; ///< per place, into the next phase
-    bool touched = false; ///< a report or a carry reached it (an untouched phase never ends)
+  struct per_place {
+    std::int64_t pending = 0;
+    std::uint64_t next_seq = 0;
+    std::uint64_t carried = 0; ///< into the next phase
   };
+  struct phase_state {
+    std::vector<per_place> places;  ///< by place id, grown on demand
+    std::size_t nonzero = 0;        ///< places whose pending count is not zero
+    std::vector<clock_report> held; ///< arrived before an earlier one of their place
+    /// (place, seq, partial): folded in (place, seq) order when the phase ends.
+    std::vector<std::pair<std::pair<place_id, std::uint64_t>, clock_partial>> partials;
+    bool touched = false; ///< a report or a carry reached it (an untouched phase never ends)
+    per_place& at(place_id p) {
+      if (p >= places.size()) places.resize(std::size_t{p} + 1);
+      return places[p];
+    }
+    void reset() noexcept; ///< for reuse: empty, capacities kept
+  };
+  phase_state& state_of(std::uint64_t phase); ///< pre: phase >= m_oldest
   void apply_in_order(const clock_report& r, phase_state& ph);
-  void adjust(phase_state& ph, place_id p, std::int64_t delta);
+  static void adjust(phase_state& ph, place_id p, std::int64_t delta);
   bool try_end_oldest(std::vector<clock_phase_end>& ended);
 
-  std::map<std::uint64_t, phase_state> m_phases;
+  /// m_window[i] is phase m_oldest + i (a deque: the oldest leaves at the front, and its state
+  /// is reused at the back).
+  std::deque<phase_state> m_window;
   std::uint64_t m_oldest;
+  bool m_list_carriers;
   bool m_base_known = false; ///< the home's first report (with its base) has been applied
   bool m_over = false;
 };

@@ -83,6 +83,9 @@ public:
   /// @brief The time limit of the watcher's latest park (zero before any). Diagnostics and tests.
   std::chrono::nanoseconds watcher_park_limit() const noexcept { return m_watch.park_limit(); }
 
+  /// @brief True if some item is in a deque or injected: work a worker could take now (seq_cst
+  /// loads: the re-check half of the parking protocol; elsewhere a hint).
+  bool work_visible() const;
   unsigned worker_count() const noexcept { return static_cast<unsigned>(m_workers.size()); }
   const options& opts() const noexcept { return m_options; }
   unsigned parked_workers() const noexcept { return m_gate.sleepers(); }
@@ -103,7 +106,6 @@ private:
   /// inject() other than into the calling worker's free handoff slot.
   void inject_other(deque_item item);
   deque_item take_injected_batch(worker& self);
-  bool work_visible() const;
 
   options m_options;
   /// The node runs more workers than it has cores (topology::oversubscribed): a spinning
