@@ -392,6 +392,28 @@ TEST(clock, a_place_whose_activities_all_drop_leaves_the_others_going) {
   EXPECT_EQ(total, 0);
 }
 
+TEST(clock, a_clocked_remote_child_slower_than_its_parents_resume_still_counts) {
+  // The child travels with a megabyte of arguments to the last place; the parent resumes as
+  // soon as it is sent, so the parent's report can reach the other places first. The phase
+  // must still wait for the child: the sum counts both.
+  const long counted = g_rt->run([]() -> task<long> {
+    long counted = 0;
+    co_await apgas::finish([&]() -> task<> {
+      clock c = co_await clock::make();
+      std::vector<long> payload(1 << 17, 1);
+      co_await apgas::async_at(
+          apgas::places() - 1, apgas::clocked(c),
+          [](clock mine, std::vector<long> data) -> task<> {
+            (void)co_await mine.advance(apgas::sum, data.empty() ? 0L : 1L);
+          },
+          payload);
+      counted = co_await c.advance(apgas::sum, 1L); // resumes at once, as the child leaves
+    });
+    co_return counted;
+  });
+  EXPECT_EQ(counted, 2);
+}
+
 TEST(clock, the_state_dump_lists_a_clock_and_what_its_phase_waits_for) {
   const std::string dump = g_rt->run([]() -> task<std::string> {
     std::string dump;
