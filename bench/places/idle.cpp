@@ -9,6 +9,9 @@
 //
 // Started without mpirun the program is one place, with no peer: the place measures itself
 // while its main activity sleeps (its other workers idle).
+//
+// With several places a second row: place 0 waits S seconds on a finish whose one activity
+// runs at place 1 (it sleeps there): what place 0 uses while it expects that finish's report.
 #include "common.hpp"
 #include "transport_mpi.hpp"
 #include <sys/resource.h>
@@ -35,8 +38,8 @@ struct usage {
 
 /// What the waiting places used, per second of waiting, averaged over them.
 struct idle_cost {
-  double cpu_share = 0;      ///< CPU seconds per second (1.0: a whole core)
-  double wakeups_per_s = 0;  ///< voluntary context switches per second
+  double cpu_share = 0;     ///< CPU seconds per second (1.0: a whole core)
+  double wakeups_per_s = 0; ///< voluntary context switches per second
 };
 
 idle_cost average(const std::vector<usage>& used, double seconds) {
@@ -87,6 +90,18 @@ apgas::task<std::vector<usage>> apgas_wait(double seconds) {
   co_return used;
 }
 
+/// apgas: place 0 waits on a finish whose one activity sleeps `seconds` at place 1; what place
+/// 0 used meanwhile.
+apgas::task<usage> apgas_wait_for_finish(double seconds) {
+  const usage before = usage::now();
+  co_await apgas::finish([seconds]() -> apgas::task<> {
+    co_await apgas::async_at(
+        1, [](double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); },
+        seconds);
+  });
+  co_return usage::now() - before;
+}
+
 void print_row(const char* what, const idle_cost& c) {
   std::printf("| %s | %.2f | %.0f |\n", what, 100.0 * c.cpu_share, c.wakeups_per_s);
 }
@@ -111,6 +126,8 @@ int main(int argc, char** argv) {
 
   apgas::runtime rt(opts);
   const std::vector<usage> ours = rt.run([seconds] { return apgas_wait(seconds); });
+  usage waiting{};
+  if (rt.places() > 1) waiting = rt.run([seconds] { return apgas_wait_for_finish(seconds); });
   if (rt.here() != 0) return 0;
 
   std::printf("bench_idle: %u place(s) x %u worker(s), %.1f s of waiting at place 0\n\n",
@@ -120,13 +137,17 @@ int main(int argc, char** argv) {
   print_row(rt.places() == 1 ? "apgas, one place (main activity asleep, other workers idle)"
                              : "apgas place (idle workers)",
             c_ours);
+  const idle_cost c_waiting = average({waiting}, seconds);
+  if (rt.places() > 1) print_row("apgas place 0 waiting on a remote finish", c_waiting);
   if (peer) {
     const idle_cost c_raw = average(raw, seconds);
     print_row("raw MPI rank in MPI_Recv", c_raw);
     std::printf("\nan idle apgas place uses %.1fx less CPU than a rank waiting in MPI_Recv\n",
                 c_raw.cpu_share / std::max(c_ours.cpu_share, 1e-6));
-    std::printf("RESULT idle apgas_cpu_pct=%.3f apgas_wakeups_per_s=%.0f raw_cpu_pct=%.3f\n",
-                100.0 * c_ours.cpu_share, c_ours.wakeups_per_s, 100.0 * c_raw.cpu_share);
+    std::printf("RESULT idle apgas_cpu_pct=%.3f apgas_wakeups_per_s=%.0f raw_cpu_pct=%.3f "
+                "waiting_cpu_pct=%.3f\n",
+                100.0 * c_ours.cpu_share, c_ours.wakeups_per_s, 100.0 * c_raw.cpu_share,
+                100.0 * c_waiting.cpu_share);
   } else {
     std::printf("RESULT idle apgas_cpu_pct=%.3f apgas_wakeups_per_s=%.0f\n",
                 100.0 * c_ours.cpu_share, c_ours.wakeups_per_s);

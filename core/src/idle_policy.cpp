@@ -29,19 +29,18 @@ std::chrono::nanoseconds idle_policy::park_limit(const network* to_watch) noexce
   } else if (to_watch == nullptr && m_watcher) {
     drop_watch();
   }
-  if (!m_watcher)
-    return std::chrono::nanoseconds::zero();
+  if (!m_watcher) return std::chrono::nanoseconds::zero();
+  if (m_park_backoff == k_min_network_park) m_quiet_since = clock::now();
   if (to_watch->expecting_messages())
-    m_park_backoff = std::min(m_park_backoff, k_expecting_park);
-  if (m_park_backoff == k_min_network_park)
-    m_quiet_since = clock::now();
+    m_park_backoff =
+        std::min(m_park_backoff, expecting_cap(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     clock::now() - m_quiet_since)));
   m_token->set_park_limit(m_park_backoff);
   return m_park_backoff;
 }
 
 void idle_policy::woke_up() noexcept {
-  if (!m_watcher)
-    return;
+  if (!m_watcher) return;
   m_park_backoff = next_backoff(
       m_park_backoff,
       std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - m_quiet_since));

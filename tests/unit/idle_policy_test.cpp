@@ -72,8 +72,7 @@ TEST(idle_policy, an_expected_message_caps_the_watchers_limit) {
   watcher_token token;
   idle_policy p(k_spin, false, token);
   fake_network net;
-  for (int i = 0; i < 5; ++i)
-    park_once(p, &net); // next limit: 640 us
+  for (int i = 0; i < 5; ++i) park_once(p, &net); // next limit: 640 us
   net.m_expecting = true;
   EXPECT_EQ(park_once(p, &net), idle_policy::k_expecting_park);
   EXPECT_EQ(park_once(p, &net), idle_policy::k_expecting_park);
@@ -81,12 +80,21 @@ TEST(idle_policy, an_expected_message_caps_the_watchers_limit) {
   EXPECT_EQ(park_once(p, &net), 2 * idle_policy::k_expecting_park) << "doubles from the cap";
 }
 
+TEST(idle_policy, a_long_wait_for_an_expected_message_backs_off_like_a_quiet_place) {
+  // The cap holds for the first k_quiet_share * k_expecting_park of quiet, then grows with it.
+  EXPECT_EQ(idle_policy::expecting_cap(0ns), idle_policy::k_expecting_park);
+  EXPECT_EQ(idle_policy::expecting_cap(1ms), idle_policy::k_expecting_park);
+  EXPECT_EQ(idle_policy::expecting_cap(16ms), 1ms);
+  EXPECT_EQ(idle_policy::expecting_cap(128ms), 8ms);
+  // And the back-off reaches it: from a cap of 1 ms, the next limit is 2 ms after 32 ms.
+  EXPECT_EQ(idle_policy::next_backoff(idle_policy::expecting_cap(16ms), 32ms), 2ms);
+}
+
 TEST(idle_policy, work_or_a_cancelled_park_restarts_the_back_off) {
   watcher_token token;
   idle_policy p(k_spin, false, token);
   fake_network net;
-  for (int i = 0; i < 3; ++i)
-    park_once(p, &net);
+  for (int i = 0; i < 3; ++i) park_once(p, &net);
   p.cancelled_park();
   EXPECT_EQ(park_once(p, &net), idle_policy::k_min_network_park);
   EXPECT_EQ(park_once(p, &net), 2 * idle_policy::k_min_network_park);

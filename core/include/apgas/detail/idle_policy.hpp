@@ -70,10 +70,12 @@ public:
   static constexpr std::chrono::nanoseconds k_max_quiet_park = std::chrono::microseconds(8000);
   static constexpr int k_quiet_share = 16;
   /// While the place expects messages (network::expecting_messages), an idle worker spins this
-  /// long before it parks, and the watcher's parks last no longer than k_expecting_park: the
-  /// answer to an `at` typically comes within microseconds, and a place that parks meanwhile
-  /// makes the next round trip wait for its wake-up (a sleeping caller and a sleeping callee
-  /// then take turns, each round trip costing a park).
+  /// long before it parks, and the watcher's parks last no longer than k_expecting_park, or
+  /// 1/k_quiet_share of the quiet so far if longer (expecting_cap): the answer to an `at`
+  /// typically comes within microseconds, and a place that parks meanwhile makes the next
+  /// round trip wait for its wake-up (a sleeping caller and a sleeping callee then take turns,
+  /// each round trip costing a park); a long wait (a long remote finish) costs what idling
+  /// costs, and sees its message late by a small share of the wait at most.
   static constexpr std::chrono::nanoseconds k_expecting_spin = std::chrono::microseconds(1000);
   static constexpr std::chrono::nanoseconds k_expecting_park = std::chrono::microseconds(100);
   /// Pauses between two rounds of a search on a place without a network.
@@ -100,8 +102,7 @@ public:
   [[nodiscard]] bool found_work() noexcept {
     m_park_backoff = k_min_network_park;
     m_rounds = 0;
-    if (!m_watcher)
-      return false;
+    if (!m_watcher) return false;
     drop_watch();
     return true;
   }
@@ -113,8 +114,7 @@ public:
   /// polls again before it parks.
   void served_messages() noexcept {
     m_park_backoff = k_min_network_park;
-    if (m_watcher)
-      drop_watch();
+    if (m_watcher) drop_watch();
     m_rounds = 0;
   }
 
@@ -131,20 +131,16 @@ public:
   /// message wait); with one, the round's network poll is pause enough, and the length of a
   /// round is how late a message is seen.
   bool keep_searching(const network* net) noexcept {
-    if (m_rounds == 0)
-      start_spin();
+    if (m_rounds == 0) start_spin();
     ++m_rounds;
     if (!m_watcher && m_spin_budget.count() > 0) {
       if (m_rounds % k_rounds_per_clock_read != 0) {
         if (net == nullptr)
-          for (int i = 0; i < k_spin_pauses; ++i)
-            cpu_relax();
-        if (m_yielding)
-          std::this_thread::yield();
+          for (int i = 0; i < k_spin_pauses; ++i) cpu_relax();
+        if (m_yielding) std::this_thread::yield();
         return true;
       }
-      if (spin_goes_on(net))
-        return true;
+      if (spin_goes_on(net)) return true;
     }
     m_rounds = 0;
     return false;
@@ -161,8 +157,7 @@ public:
   void cancelled_park() noexcept { m_park_backoff = k_min_network_park; }
   /// @brief The worker stops: it gives the watch up.
   void retire() noexcept {
-    if (m_watcher)
-      drop_watch();
+    if (m_watcher) drop_watch();
   }
 
   /// @brief True while this worker holds the watcher's role.
@@ -171,6 +166,10 @@ public:
   /// @brief The watcher's limit after a park with limit `current` found nothing, the place
   /// having been quiet for `quiet`: doubles up to k_max_network_park, or up to
   /// quiet / k_quiet_share as the quiet lasts, k_max_quiet_park at most.
+  /// @brief The longest park of a watcher expecting messages after `quiet` without any.
+  static std::chrono::nanoseconds expecting_cap(std::chrono::nanoseconds quiet) noexcept {
+    return std::max(k_expecting_park, quiet / k_quiet_share);
+  }
   static std::chrono::nanoseconds next_backoff(std::chrono::nanoseconds current,
                                                std::chrono::nanoseconds quiet) noexcept;
 
