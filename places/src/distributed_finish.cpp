@@ -46,24 +46,21 @@ std::vector<std::string> take_error_texts(finish_state& fs) {
   fs.discard_exceptions();
   return texts;
 }
-std::vector<std::byte> encode_report(message_kind kind, const finish_report& rep,
+/// A report's payload (its kind and its sender are the tree's, see tree_messaging.hpp).
+std::vector<std::byte> encode_report(const finish_report& rep,
                                      const std::vector<std::string>& errors) {
   std::vector<std::byte> bytes;
   byte_writer w(bytes);
-  serialize_all(w, kind, rep.id.home, rep.id.serial, rep.seq, rep.completed, rep.sent, errors);
+  serialize_all(w, rep.id.home, rep.id.serial, rep.seq, rep.completed, rep.sent, errors);
   return bytes;
-}
-/// A control message: its kind, then the finish id.
-std::vector<std::byte> control_message(message_kind kind, const finish_id& id) {
-  const auto head = pack_head(kind, id.home, id.serial);
-  return {head.begin(), head.end()};
 }
 
 } // namespace
 
-distributed_finish::distributed_finish(place_engine& engine,
+distributed_finish::distributed_finish(place_engine& engine, tree_messaging& tree,
                                        std::chrono::microseconds report_hold_max)
-    : m_engine(engine), m_sched(engine.sched()), m_here(engine.here()), m_places(engine.places()),
+    : m_engine(engine), m_tree(tree), m_sched(engine.sched()), m_here(engine.here()),
+      m_places(engine.places()),
       m_kind_report(engine.add_handler<&distributed_finish::on_report>(*this, "finish report")),
       m_kind_ask(engine.add_handler<&distributed_finish::on_ask>(*this, "finish ask")),
       m_kind_cleanup(engine.add_handler<&distributed_finish::on_cleanup>(*this, "finish cleanup")),
@@ -323,8 +320,8 @@ void distributed_finish::take_and_send_report(proxy& px,
     }
     if (rep.id.home == m_here) return apply_report(rep, errors);
     m_counters.reports_sent.fetch_add(1, std::memory_order_relaxed); // a statistic
-    send_control(rep.id.home, encode_report(m_kind_report, rep, errors));
-    m_engine.net().flush(); // a finish may be waiting for exactly this report
+    // Up the finish's tree: at many places the reports reach the home in batches.
+    m_tree.send_up(rep.id.home, m_kind_report, encode_report(rep, errors));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "apgas: place %u: cannot report a finish: %s\n", m_here, e.what());
     std::abort(); // the home would wait forever
@@ -387,17 +384,13 @@ void distributed_finish::on_home_quiet(finish_state& f) noexcept {
   }
 }
 
-void distributed_finish::send_asks(const finish_id& id, const std::vector<place_id>& places) {
-  if (places.empty() || is_spmd(id)) return; // an SPMD proxy never holds its one report
-  const std::vector<std::byte> bytes = control_message(m_kind_ask, id);
-  bool sent = false;
-  for (place_id p : places) {
-    if (p == m_here) continue; // the home's own proxy never holds a report
-    m_counters.asks_sent.fetch_add(1, std::memory_order_relaxed); // a statistic
-    send_control(p, bytes);
-    sent = true;
-  }
-  if (sent) m_engine.net().flush(); // the home waits for what it asked
+void distributed_finish::send_asks(const finish_id& id, std::vector<place_id> places) {
+  if (is_spmd(id)) return;    // an SPMD proxy never holds its one report
+  std::erase(places, m_here); // the home's own proxy never holds a report
+  if (places.empty()) return;
+  m_counters.asks_sent.fetch_add(places.size(), std::memory_order_relaxed); // a statistic
+  const auto payload = pack_head(id.home, id.serial);
+  m_tree.multicast(m_here, places, m_kind_ask, payload); // the home waits: it leaves at once
 }
 
 void distributed_finish::on_ask(place_id /*from*/, std::span<const std::byte> body) {
@@ -440,13 +433,14 @@ void distributed_finish::release_home(finish_state& f) noexcept {
 
 void distributed_finish::send_cleanups(const home_link& link) noexcept {
   try {
-    const std::vector<std::byte> bytes = control_message(m_kind_cleanup, link.id);
-    link.for_each_touched([&](place_id p) {
-      // To this place too, through the transport's loopback: proxies are freed by message
-      // handlers only (see m_last_arrival). Only messages to other places are counted.
-      if (p != m_here) m_counters.cleanups_sent.fetch_add(1, std::memory_order_relaxed);
-      send_control(p, bytes);
-    });
+    std::vector<place_id> places;
+    link.for_each_touched([&](place_id p) { places.push_back(p); });
+    // This place too (the tree sends it through the transport's loopback): proxies are freed
+    // by message handlers only (see m_last_arrival). Only messages to other places count.
+    const auto others = places.size() - std::count(places.begin(), places.end(), m_here);
+    m_counters.cleanups_sent.fetch_add(others, std::memory_order_relaxed); // a statistic
+    const auto payload = pack_head(link.id.home, link.id.serial);
+    m_tree.multicast(m_here, places, m_kind_cleanup, payload);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "apgas: place %u: cannot clean up a finish: %s\n", m_here, e.what());
   }
@@ -469,10 +463,6 @@ void distributed_finish::on_cleanup(place_id /*from*/, std::span<const std::byte
   // touches it; the lock is free unless a scan for due reports looks at it: wait for that.
   { std::lock_guard wait_for_scan(px->lock); }
   delete px;
-}
-
-void distributed_finish::send_control(place_id to, std::span<const std::byte> message) {
-  m_engine.net().send(to, message);
 }
 
 std::string distributed_finish::describe_open_finishes() const {

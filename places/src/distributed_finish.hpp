@@ -55,6 +55,7 @@
 #include "apgas/detail/message_format.hpp"
 #include "apgas/detail/protocol_module.hpp"
 #include "apgas/detail/spin_lock.hpp"
+#include "apgas/detail/tree_messaging.hpp"
 #include "apgas/detail/worker.hpp"
 
 #include "held_reports.hpp"
@@ -125,7 +126,9 @@ class distributed_finish final : public protocol_module {
 public:
   /// @param report_hold_max the longest a place holds a report its home did not ask for (see
   /// end_strands); 0: every report leaves at once.
-  distributed_finish(place_engine& engine, std::chrono::microseconds report_hold_max);
+  /// @param tree routes reports up to the homes and asks and cleanups down to the places.
+  distributed_finish(place_engine& engine, tree_messaging& tree,
+                     std::chrono::microseconds report_hold_max);
   ~distributed_finish() override;
 
   // ---- sending (the out-of-line part of finish_links.hpp) ----
@@ -194,13 +197,13 @@ private:
   }
   void take_and_send_report(proxy& px, std::unique_lock<spin_lock> guard) noexcept;
   void apply_report(const finish_report& r, const std::vector<std::string>& errors);
-  /// Asks `places` (but here) for the reports of finish `id` they hold, then flushes.
-  void send_asks(const finish_id& id, const std::vector<place_id>& places);
+  /// Asks `places` (but here) for the reports of finish `id` they hold (they leave at once).
+  void send_asks(const finish_id& id, std::vector<place_id> places);
   void complete_from_outside(finish_state& f);
   void send_cleanups(const home_link& link) noexcept;
-  void send_control(place_id to, std::span<const std::byte> message);
 
   place_engine& m_engine;
+  tree_messaging& m_tree;
   scheduler& m_sched;
   place_id m_here;
   place_id m_places;

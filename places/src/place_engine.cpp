@@ -118,6 +118,12 @@ void place_engine::on_message(place_id from, std::span<const std::byte> bytes) {
   h.fn(h.module, from, bytes.subspan(1));
 }
 
+void place_engine::handle(place_id from, message_kind kind, std::span<const std::byte> body) {
+  const handler_entry& h = m_handlers[kind];
+  if (h.fn == nullptr) [[unlikely]] throw_unknown_kind(m_here, from, body.size() + 1, kind);
+  h.fn(h.module, from, body);
+}
+
 bool place_engine::poll() noexcept {
   if (g_dump_requested.load(std::memory_order_relaxed)) [[unlikely]] {
     g_dump_requested.store(false, std::memory_order_relaxed);

@@ -76,7 +76,10 @@ enum class finish_pattern : std::uint8_t {
     "APGAS_MAX_OUTSTANDING_SENDS", "N",                                                            \
     "MPI sends of a place in flight at most, all destinations together; later ones wait in "       \
     "order inside the place")                                                                      \
-  X(unsigned, clock_all_to_all_places, 16, 0, 1U << 20, "--clock-all-to-all-places",              \
+  X(unsigned, tree_arity, 32, 1, 1U << 20, "--tree-arity", "APGAS_TREE_ARITY", "N",                \
+    "messages from many places to one (finish reports) and from one to many (asks, cleanups, "     \
+    "broadcasts) travel along a tree with N children per place (flat up to N + 1 places)")         \
+  X(unsigned, clock_all_to_all_places, 16, 0, 1U << 20, "--clock-all-to-all-places",               \
     "APGAS_CLOCK_ALL_TO_ALL_PLACES", "N",                                                          \
     "clocks: up to N places every place tallies every phase report (a phase ends one message "     \
     "after its last resume); beyond, the clock's home tallies and releases the places")

@@ -119,6 +119,11 @@ public:
   /// @brief The modules' statistics (see reports_stats_with), one section each.
   std::string describe_stats() const;
 
+  /// @brief Hands `body` to the handler registered for `kind`, as a message from `from` (for
+  /// modules that route other modules' messages, such as tree_messaging). Handler context.
+  /// @throws transport_error if no module registered `kind`.
+  void handle(place_id from, message_kind kind, std::span<const std::byte> body);
+
   // ---- hints for idle workers ----
   /// @brief A message this place waits for (an `at` reply, a finish's reports) is on its way:
   /// idle workers keep polling longer before they park.
