@@ -20,7 +20,7 @@ std::atomic<active_messages*> g_current{nullptr}; // the runtime's module (see s
 
 active_messages::active_messages(place_engine& engine, distributed_finish& finish)
     : m_engine(engine), m_finish(finish), m_sched(engine.sched()), m_net(&engine.net()),
-      m_here(engine.here()), m_places(engine.places()),
+      m_here(engine.here()), m_places(engine.places()), m_arity(engine.sched().opts().tree_arity),
       m_kind_async(engine.add_handler<&active_messages::on_async>(*this, "async")),
       m_kind_plain_async(
           engine.add_handler<&active_messages::on_plain_async>(*this, "plain async")),

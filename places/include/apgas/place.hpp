@@ -1,4 +1,5 @@
-/// @file Places: here(), places(), and starting work at another place.
+/// @file Places: here(), places(), and starting work at another place (the collectives
+/// for_each_place and at_each_place are in <apgas/collectives.hpp>, included here).
 ///
 ///     co_await apgas::async_at(p, [](int x) { ... }, 42);        // governed by our finish
 ///     int v = co_await apgas::at(p, [](int x) { return x + 1; }, 41);
@@ -404,56 +405,6 @@ template <class F, class... Args>
       detail::at_target<invoker>{p, inv}, std::forward<Args>(args)...);
 }
 
-namespace detail {
-/// at_each_place's part for one place: its value, stored where the caller reads it.
-template <class R, class F, class... Args>
-task<> at_into(place_id p, std::optional<R>& out, F f, const Args&... args) {
-  out.emplace(co_await at(p, f, args...));
-}
-} // namespace detail
-
-/// @brief Runs f(args...) once at every place, each time as an activity there, and returns
-/// when all of them have ended, with the local asyncs they started: a broadcast. The runtime
-/// governs them with an SPMD finish (finish_pattern::spmd), chosen because the pattern is
-/// known here: each place sends one report and no cleanup message follows (a plain finish
-/// would cost a cleanup per place too). f must start no remote activity of its own outside a
-/// finish of its own (a broken promise fails the call with a logic_error, not a wrong
-/// answer). Exceptions thrown at the places come back in one multiple_exceptions.
-/// The arguments are serialized once per place.
-template <class F, class... Args>
-[[nodiscard]] task<> for_each_place(F f, Args... args) {
-  detail::require_stateless<F>();
-  detail::require_serializable_args<Args...>();
-  co_await finish(finish_pattern::spmd, [&]() -> task<> {
-    for (place_id p = 0; p < places(); ++p) co_await async_at(p, f, args...);
-  });
-}
-
-/// @brief Runs f(args...) at every place and returns the values, indexed by place. The
-/// requests leave together, so this takes about one round trip, not one per place. Each runs
-/// as at() runs it (a plain f in its place's message handler, a coroutine as an activity). An
-/// exception at a place comes back as a remote_exception inside one multiple_exceptions.
-template <class F, class... Args>
-[[nodiscard]] auto at_each_place(F f, Args... args) {
-  detail::require_stateless<F>();
-  detail::require_serializable_args<Args...>();
-  using R = typename detail::remote_result<F, std::decay_t<Args>...>::type;
-  static_assert(!std::is_void_v<R>,
-                "apgas: at_each_place gathers values; for a function that returns none, use "
-                "for_each_place");
-  // The coroutine is a lambda so that the checks above come first: a function without a
-  // value gets their message, not an error about std::vector<void> in a return type.
-  return [](F fn, Args... a) -> task<std::vector<R>> {
-    std::vector<std::optional<R>> slots(places());
-    co_await finish([&]() -> task<> {
-      for (place_id p = 0; p < places(); ++p)
-        co_await async(detail::at_into<R>(p, slots[p], fn, a...));
-    });
-    std::vector<R> values;
-    values.reserve(slots.size());
-    for (std::optional<R>& v : slots) values.push_back(std::move(*v));
-    co_return values;
-  }(f, std::move(args)...);
-}
-
 } // namespace apgas
+
+#include "apgas/collectives.hpp"

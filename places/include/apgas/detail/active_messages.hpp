@@ -20,6 +20,7 @@
 #include "apgas/detail/activity.hpp"
 #include "apgas/detail/finish_links.hpp"
 #include "apgas/detail/message_format.hpp"
+#include "apgas/detail/place_tree.hpp"
 #include "apgas/detail/protocol_module.hpp"
 #include "apgas/detail/scheduler.hpp"
 #include "apgas/detail/spread_counter.hpp"
@@ -84,6 +85,8 @@ public:
   place_id places() const noexcept { return m_places; }
   /// @brief Throws apgas::bad_place unless p names a place.
   void check_place(place_id p) const;
+  /// @brief The tree of this run's places rooted at `root` (collectives spread along it).
+  place_tree tree(place_id root) const noexcept { return place_tree(root, m_places, m_arity); }
 
   /// @brief Counts an activity of `f` sent to `to` (before it is sent).
   void record_send(finish_state& f, place_id to);
@@ -176,6 +179,7 @@ private:
   transport* m_net;
   place_id m_here;
   place_id m_places;
+  place_id m_arity; ///< --tree-arity
   message_kind m_kind_async;
   message_kind m_kind_plain_async;
   message_kind m_kind_plain_run;

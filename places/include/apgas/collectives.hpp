@@ -1,0 +1,150 @@
+/// @file Collectives: a function run at every place (for_each_place), or its values gathered
+/// from every place (at_each_place).
+///
+///     co_await apgas::for_each_place([](int x) { /* at every place */ }, 7);
+///     std::vector<long> loads = co_await apgas::at_each_place([] { return load(); });
+///
+/// Up to --tree-arity + 1 places (33) the caller sends to every place itself; beyond, each
+/// place passes the call on to its children in a tree rooted at the caller (place_tree.hpp),
+/// so no place sends or receives more than about --tree-arity messages for it, and it takes
+/// O(log P) hops. Exceptions name the place where they were thrown, either way.
+#pragma once
+
+#include "apgas/exceptions.hpp"
+#include "apgas/place.hpp"
+
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace apgas {
+
+namespace detail {
+
+/// @brief The children of this place in the tree of the places rooted at `root`.
+inline std::vector<place_id> tree_children(place_id root) {
+  std::vector<place_id> children;
+  active_messages::current().tree(root).for_each_child(here(),
+                                                       [&](place_id c) { children.push_back(c); });
+  return children;
+}
+
+/// @brief for_each_place at one place of a tree: passes the call on to its children, then
+/// runs it here (an exception here is this activity's, which the finish names by place).
+template <class F, class... Args>
+struct broadcast_step {
+  task<> operator()(place_id root, Args... args) const {
+    for (place_id child : tree_children(root))
+      co_await async_at(child, broadcast_step{}, root, args...);
+    if constexpr (is_task_v<std::invoke_result_t<F&, Args&...>>) co_await F{}(args...);
+    else F{}(args...);
+  }
+};
+
+/// @brief What at_each_place gathers from a place: the place, its value or its error's text.
+template <class R>
+using gathered = std::tuple<place_id, std::optional<R>, std::string>;
+
+/// @brief at_into's counterpart for a subtree: the values of child's subtree, into `out`.
+template <class R, class Step, class... Args>
+task<> gather_into(place_id child, std::vector<gathered<R>>& out, place_id root,
+                   const Args&... args) {
+  out = co_await at(child, Step{}, root, args...);
+}
+
+/// @brief at_each_place at one place of a tree: the values of its subtree, its own first.
+/// Never throws for a place's failure: the error travels as text, with the place.
+template <class R, class F, class... Args>
+struct gather_step {
+  task<std::vector<gathered<R>>> operator()(place_id root, Args... args) const {
+    const std::vector<place_id> children = tree_children(root);
+    std::vector<std::vector<gathered<R>>> parts(children.size());
+    std::vector<gathered<R>> all(1);
+    std::get<0>(all[0]) = here();
+    co_await finish([&]() -> task<> {
+      for (std::size_t i = 0; i < children.size(); ++i)
+        co_await async(gather_into<R, gather_step>(children[i], parts[i], root, args...));
+      try {
+        if constexpr (is_task_v<std::invoke_result_t<F&, Args&...>>)
+          std::get<1>(all[0]).emplace(co_await F{}(args...));
+        else std::get<1>(all[0]).emplace(F{}(args...));
+      } catch (...) {
+        std::get<2>(all[0]) = describe_current_exception();
+      }
+    });
+    for (auto& part : parts)
+      for (auto& g : part) all.push_back(std::move(g));
+    co_return all;
+  }
+};
+
+/// @brief at_each_place's part for one place (flat): its value, where the caller reads it.
+template <class R, class F, class... Args>
+task<> at_into(place_id p, std::optional<R>& out, F f, const Args&... args) {
+  out.emplace(co_await at(p, f, args...));
+}
+
+} // namespace detail
+
+/// @brief Runs f(args...) once at every place, each time as an activity there, and returns
+/// when all of them have ended, with the local asyncs they started: a broadcast. Up to
+/// --tree-arity + 1 places the runtime governs them with an SPMD finish (finish_pattern::spmd):
+/// each place sends one report and no cleanup follows; f must then start no remote activity
+/// of its own outside a finish of its own (a broken promise fails the call with a logic_error,
+/// not a wrong answer). Beyond, the call spreads along a tree. Exceptions thrown at the places
+/// come back in one multiple_exceptions, each a remote_exception naming its place. The
+/// arguments are serialized once per place.
+template <class F, class... Args>
+[[nodiscard]] task<> for_each_place(F f, Args... args) {
+  detail::require_stateless<F>();
+  detail::require_serializable_args<Args...>();
+  if (detail::active_messages::current().tree(here()).flat()) {
+    co_await finish(finish_pattern::spmd, [&]() -> task<> {
+      for (place_id p = 0; p < places(); ++p) co_await async_at(p, f, args...);
+    });
+  } else {
+    co_await finish(
+        [&]() -> task<> { co_await async(detail::broadcast_step<F, Args...>{}(here(), args...)); });
+  }
+}
+
+/// @brief Runs f(args...) at every place and returns the values, indexed by place. The
+/// requests leave together (or spread along a tree, see above), so this takes about one
+/// round trip (or O(log P)), not one per place. Each runs as at() runs it (flat, a plain f
+/// runs in its place's message handler; otherwise as an activity). An exception at a place
+/// comes back as a remote_exception naming it, inside one multiple_exceptions.
+template <class F, class... Args>
+[[nodiscard]] auto at_each_place(F f, Args... args) {
+  detail::require_stateless<F>();
+  detail::require_serializable_args<Args...>();
+  using R = typename detail::remote_result<F, std::decay_t<Args>...>::type;
+  static_assert(!std::is_void_v<R>,
+                "apgas: at_each_place gathers values; for a function that returns none, use "
+                "for_each_place");
+  // The coroutine is a lambda so that the checks above come first: a function without a
+  // value gets their message, not an error about std::vector<void> in a return type.
+  return [](F fn, Args... a) -> task<std::vector<R>> {
+    std::vector<std::optional<R>> slots(places());
+    if (detail::active_messages::current().tree(here()).flat()) {
+      co_await finish([&]() -> task<> {
+        for (place_id p = 0; p < places(); ++p)
+          co_await async(detail::at_into<R>(p, slots[p], fn, a...));
+      });
+    } else {
+      auto all = co_await detail::gather_step<R, F, Args...>{}(here(), a...);
+      std::vector<std::exception_ptr> errors;
+      for (auto& [p, value, error] : all) {
+        if (value) slots[p] = std::move(*value);
+        else errors.push_back(std::make_exception_ptr(remote_exception(p, error)));
+      }
+      if (!errors.empty()) throw multiple_exceptions(std::move(errors));
+    }
+    std::vector<R> values;
+    values.reserve(slots.size());
+    for (std::optional<R>& v : slots) values.push_back(std::move(*v));
+    co_return values;
+  }(f, std::move(args)...);
+}
+
+} // namespace apgas
