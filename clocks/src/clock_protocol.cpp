@@ -43,6 +43,7 @@ clock_partial get_partial(byte_reader& r) {
 clock_protocol::clock_protocol(place_engine& engine)
     : m_engine(engine), m_sched(engine.sched()), m_here(engine.here()), m_places(engine.places()),
       m_all_to_all(m_places <= engine.sched().opts().clock_all_to_all_places),
+      m_tree(*engine.find_module<tree_messaging>()),
       m_kind_report(engine.add_handler<&clock_protocol::on_report>(*this, "clock report")),
       m_kind_release(engine.add_handler<&clock_protocol::on_release>(*this, "clock release")) {
   engine.describes_state_with<&clock_protocol::describe>(*this, "clocks");
@@ -152,32 +153,32 @@ void clock_protocol::send_report(const clock_proxy& px, const clock_report& r) {
   serialize_all(w, m_kind_report, px.id().home, px.id().serial, r.first_phase, r.phase, r.seq,
                 r.base, r.completed, r.carried, r.sent);
   put_partial(w, r.partial);
-  // Each report leaves at once: a phase waits for it (and at few places, for nothing else).
-  transport& net = m_engine.net();
   if (all_to_all()) {
+    // Each report leaves at once: a phase waits for it (and at few places, for nothing else).
+    transport& net = m_engine.net();
     for (place_id p = 0; p < m_places; ++p) {
       if (p == m_here) continue;
       m_counters.reports_sent.fetch_add(1, std::memory_order_relaxed); // a statistic
       net.send_now(p, bytes);
     }
   } else if (px.id().home != m_here) {
+    // Up the home's tree: the home handles O(arity) messages per phase at any scale.
     m_counters.reports_sent.fetch_add(1, std::memory_order_relaxed);
-    net.send_now(px.id().home, bytes);
+    m_tree.send_up(px.id().home, m_kind_report, std::span(bytes).subspan(1));
   }
 }
 
 void clock_protocol::send_release(const clock_proxy& px, const clock_phase_end& end) {
   std::vector<std::byte>& bytes = message_buffer();
   byte_writer w(bytes);
-  serialize_all(w, m_kind_release, px.id().home, px.id().serial, end.phase,
+  serialize_all(w, px.id().home, px.id().serial, end.phase,
                 static_cast<std::uint8_t>(end.last ? 1 : 0));
   put_partial(w, end.result);
-  transport& net = m_engine.net();
-  for (place_id p : end.carried_at) {
-    if (p == m_here) continue;
-    m_counters.releases_sent.fetch_add(1, std::memory_order_relaxed); // a statistic
-    net.send_now(p, bytes);
-  }
+  std::vector<place_id> targets = end.carried_at;
+  std::erase(targets, m_here);
+  if (targets.empty()) return;
+  m_counters.releases_sent.fetch_add(targets.size(), std::memory_order_relaxed); // a statistic
+  m_tree.multicast(m_here, targets, m_kind_release, bytes); // down the home's tree
 }
 
 void clock_protocol::on_report(place_id from, std::span<const std::byte> body) {

@@ -1,20 +1,23 @@
 // The distributed clock protocol: a protocol module with two message kinds.
 //
-// Messages (each coalesced with other traffic, then flushed: somebody waits for the phase):
+// Messages (each sent at once: somebody waits for the phase):
 //   clock report   clock id, first phase, clock_report     a place whose registrants of a phase
-//                  have all resumed -> every place (up to --clock-all-to-all-places), else the home
-//   clock release  clock id, phase, result, last flag      the home -> the places whose
-//                  registrants carry into the next phase (beyond --clock-all-to-all-places)
+//                  have all resumed -> every place (up to --clock-all-to-all-places), else up
+//                  the home's tree to the home
+//   clock release  clock id, phase, result, last flag      the home -> down its tree to the
+//                  places whose registrants carry into the next phase (beyond the same limit)
 // A registration travels with its activity (a clock_token argument of the remote async).
 //
 // Up to --clock-all-to-all-places places (16) every place tallies every report, so a phase ends at
 // each place one message after its last resume anywhere (MPI_Barrier's dissemination algorithm
-// takes log2 P messages): P - 1 messages per place and phase. Beyond, reports go to the home
-// and the home releases the places: two messages of latency, O(P) messages per phase.
+// takes log2 P messages): P - 1 messages per place and phase. Beyond, reports go up to the home
+// and releases come down from it along a tree (tree_messaging.hpp): O(log P) hops each way,
+// O(arity) messages per place and phase.
 #pragma once
 
 #include "apgas/detail/place_engine.hpp"
 #include "apgas/detail/protocol_module.hpp"
+#include "apgas/detail/tree_messaging.hpp"
 
 #include "clock_proxy.hpp"
 
@@ -90,7 +93,8 @@ private:
   scheduler& m_sched;
   place_id m_here;
   place_id m_places;
-  bool m_all_to_all; ///< places <= --clock-all-to-all-places
+  bool m_all_to_all;      ///< places <= --clock-all-to-all-places
+  tree_messaging& m_tree; ///< the home's reports and releases, beyond all-to-all
   message_kind m_kind_report;
   message_kind m_kind_release;
   clock_counters m_counters;
