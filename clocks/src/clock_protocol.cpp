@@ -2,6 +2,7 @@
 // and releases (see clock_protocol.hpp).
 #include "clock_protocol.hpp"
 
+#include "apgas/detail/code_registry.hpp"
 #include "apgas/detail/message_format.hpp"
 #include "apgas/detail/scheduler.hpp"
 #include "apgas/serialization.hpp"
@@ -32,6 +33,9 @@ clock_partial get_partial(byte_reader& r) {
   if (code == 0) return p;
   if (size == 0 || size > k_max_reduce_bytes)
     throw transport_error("apgas: a clock message carries a reduction value of a wrong size");
+  if (!registered_code(code, code_kind::combine))
+    throw transport_error("apgas: a clock message names no reduction (a damaged message, or a "
+                          "different build at its place?)");
   p.combine = reinterpret_cast<combine_fn>(const_cast<void*>(code_at(code)));
   p.size = size;
   r.read_bytes(p.value.data(), size);

@@ -2,6 +2,7 @@
 // replies, and the handlers that start them where they arrive.
 #include "apgas/detail/active_messages.hpp"
 
+#include "apgas/detail/code_registry.hpp"
 #include "apgas/detail/place_engine.hpp"
 #include "apgas/place.hpp"
 
@@ -99,20 +100,29 @@ void active_messages::send_plain_async_other(finish_state& f, place_id to, plain
   m_net->send_merged(to, plain_run_head(id, code, args_bytes), args_bytes, write_args, args);
 }
 
-std::vector<std::byte>& active_messages::start_at(finish_state& f, at_invoker inv,
-                                                  reply_sink* sink) {
-  return start_message(m_kind_at, f, reinterpret_cast<const void*>(inv),
-                       static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(sink)));
+namespace {
+/// Where the reply token is in an `at` or rpc request (see the message list): after the frame
+/// header, the kind and the fields before it. Written by finish_at.
+constexpr std::size_t k_at_token_at = k_frame_header + sizeof(message_kind) + sizeof(place_id) +
+                                      sizeof(std::uint64_t) + sizeof(std::int64_t);
+constexpr std::size_t k_rpc_token_at = k_frame_header + sizeof(message_kind) + sizeof(std::int64_t);
+} // namespace
+
+std::vector<std::byte>& active_messages::start_at(finish_state& f, at_invoker inv) {
+  return start_message(m_kind_at, f, reinterpret_cast<const void*>(inv), std::uint64_t{0});
 }
 
-std::vector<std::byte>& active_messages::start_rpc(rpc_invoker inv, reply_sink* sink) {
+std::vector<std::byte>& active_messages::start_rpc(rpc_invoker inv) {
   std::vector<std::byte>& bytes = message_buffer();
   start_framed(bytes, m_kind_rpc, code_offset(reinterpret_cast<const void*>(inv)),
-               static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(sink)));
+               std::uint64_t{0});
   return bytes;
 }
 
-void active_messages::finish_at(place_id to, std::vector<std::byte>& bytes) {
+void active_messages::finish_at(place_id to, std::vector<std::byte>& bytes, reply_sink* sink) {
+  const std::uint64_t token = m_replies.issue(sink);
+  const bool rpc = static_cast<message_kind>(bytes[k_frame_header]) == m_kind_rpc;
+  std::memcpy(bytes.data() + (rpc ? k_rpc_token_at : k_at_token_at), &token, sizeof token);
   m_counters.activities_sent.add();
   m_engine.expect_message();         // the reply
   m_net->send_now_framed(to, bytes); // somebody waits for the answer: latency before coalescing
@@ -157,6 +167,13 @@ finish_id read_finish_id(const std::byte* at) noexcept {
 }
 constexpr std::size_t k_finish_id_bytes = sizeof(place_id) + sizeof(std::uint64_t);
 
+[[noreturn, gnu::cold, gnu::noinline]] void throw_no_entry(place_id here, place_id from,
+                                                           const char* what) {
+  throw transport_error(fmt::format("apgas: place {}: a message from place {} names no {} "
+                                    "(a damaged message, or a different build at that place?)",
+                                    here, from, what));
+}
+
 [[noreturn, gnu::cold, gnu::noinline]] void
 throw_bad_run(place_id here, place_id from, std::size_t bytes, std::uint32_t args_bytes) {
   throw transport_error(fmt::format("apgas: place {}: a run of plain asyncs from place {} has {} "
@@ -174,11 +191,20 @@ void active_messages::on_at(place_id from, std::span<const std::byte> body) {
   on_activity(from, body, true);
 }
 
+void active_messages::check_message(place_id from, const finish_id& id, std::int64_t code,
+                                    code_kind kind) const {
+  if (id.home >= m_places) [[unlikely]]
+    throw_no_entry(m_here, from, "place as a finish's home");
+  if (!registered_code(code, kind)) [[unlikely]]
+    throw_no_entry(m_here, from, "remote function");
+}
+
 void active_messages::on_activity(place_id from, std::span<const std::byte> body, bool is_at) {
   byte_reader r(body);
   const finish_id id = read_finish_id(r.read_span(k_finish_id_bytes).data());
   const auto offset = deserialize<std::int64_t>(r);
   const std::uint64_t token = is_at ? deserialize<std::uint64_t>(r) : 0;
+  check_message(from, id, offset, is_at ? code_kind::at : code_kind::async);
   promise_base* p = nullptr;
   try {
     if (is_at) {
@@ -205,7 +231,11 @@ void active_messages::on_plain_async(place_id from, std::span<const std::byte> b
   byte_reader r(body);
   // The head in one bounds check: finish id, then the code offset that starts the entry.
   const std::byte* head = r.read_span(k_finish_id_bytes + sizeof(std::int64_t)).data();
-  plain_arrivals& block = m_finish.gather_plain(read_finish_id(head), from);
+  const finish_id id = read_finish_id(head);
+  std::int64_t code;
+  std::memcpy(&code, head + k_finish_id_bytes, sizeof code);
+  check_message(from, id, code, code_kind::plain_async);
+  plain_arrivals& block = m_finish.gather_plain(id, from);
   // The entry is the rest of the message as it came: code offset, then the arguments.
   block.starts.push_back(static_cast<std::uint32_t>(block.bytes.size())); // < 2 GiB
   block.bytes.append(body.data() + k_finish_id_bytes, body.size() - k_finish_id_bytes);
@@ -224,6 +254,7 @@ void active_messages::on_plain_run(place_id from, std::span<const std::byte> bod
   const std::span<const std::byte> args = r.read_span(r.remaining());
   if (args_bytes == 0 || args.empty() || args.size() % args_bytes != 0) [[unlikely]]
     throw_bad_run(m_here, from, args.size(), args_bytes);
+  check_message(from, id, code, code_kind::plain_async);
   // One entry per async, as on_plain_async makes them: code offset, then its arguments. A run
   // may hold more than a block should (see k_max_plain_block_bytes): it is split.
   const std::size_t entry_bytes = sizeof code + args_bytes;
@@ -260,6 +291,8 @@ void active_messages::on_rpc(place_id from, std::span<const std::byte> body) {
   byte_reader r(body);
   const auto offset = deserialize<std::int64_t>(r);
   const reply_address to{from, deserialize<std::uint64_t>(r)};
+  if (!registered_code(offset, code_kind::rpc)) [[unlikely]]
+    throw_no_entry(m_here, from, "remote function");
   auto inv = reinterpret_cast<rpc_invoker>(const_cast<void*>(code_at(offset)));
   // relaxed load and store, no read-modify-write: one poller at a time (see m_rpcs_served).
   m_rpcs_served.store(m_rpcs_served.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -298,11 +331,15 @@ bool active_messages::served_rpcs_lately() const noexcept {
   return now - m_rpcs_noticed_at_ns.load(std::memory_order_relaxed) < k_rpc_alert_ns;
 }
 
-void active_messages::on_reply(place_id /*from*/, std::span<const std::byte> body) {
+void active_messages::on_reply(place_id from, std::span<const std::byte> body) {
   byte_reader r(body);
   const auto token = deserialize<std::uint64_t>(r);
   const bool ok = deserialize<std::uint8_t>(r) != 0;
-  auto* sink = reinterpret_cast<reply_sink*>(static_cast<std::uintptr_t>(token));
+  reply_sink* sink = m_replies.take(token);
+  if (sink == nullptr) [[unlikely]]
+    throw transport_error(fmt::format("apgas: place {}: a reply from place {} answers no "
+                                      "request waiting here (a damaged message?)",
+                                      m_here, from));
   m_engine.expected_message_arrived();
   sink->on_reply(ok, r.read_span(r.remaining())); // read in place: no copy of the value
 }

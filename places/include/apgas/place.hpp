@@ -10,6 +10,7 @@
 #pragma once
 
 #include "apgas/detail/active_messages.hpp"
+#include "apgas/detail/code_registry.hpp"
 #include "apgas/finish.hpp"
 #include "apgas/serialization.hpp"
 #include "apgas/task.hpp"
@@ -315,15 +316,15 @@ public:
     m_caller = &caller.promise();
     constexpr bool is_rpc = std::is_same_v<Invoker, rpc_invoker>;
     std::vector<std::byte>* message;
-    if constexpr (is_rpc) message = &e.start_rpc(m_invoker, this);
-    else message = &e.start_at(*m_caller->m_finish, m_invoker, this);
+    if constexpr (is_rpc) message = &e.start_rpc(m_invoker);
+    else message = &e.start_at(*m_caller->m_finish, m_invoker);
     std::vector<std::byte>& bytes = *message;
     byte_writer w(bytes);
     serialize_args(w, m_args);
     if constexpr (!is_rpc) e.record_send(*m_caller->m_finish, m_to);
     // Count what this worker leaves behind before the reply can resume us elsewhere.
     const std::coroutine_handle<> next = t_worker->suspend_for_external();
-    e.finish_at(m_to, bytes); // from here on, `this` may be resumed
+    e.finish_at(m_to, bytes, this); // from here on, `this` may be resumed
     return next;
   }
   R await_resume() {
@@ -373,9 +374,18 @@ template <class F, class... Args>
   // A coroutine function gets a frame per activity at p; plain asyncs that arrive together
   // share one.
   using invoker = std::conditional_t<coroutine, detail::async_invoker, detail::plain_async_invoker>;
+  // The invoker is registered as an entry point: the receiver checks the offset it gets.
+  using detail::code_kind;
   invoker inv;
-  if constexpr (coroutine) inv = &detail::make_async_activity<F, std::decay_t<Args>...>;
-  else inv = &detail::run_plain_async<F, std::decay_t<Args>...>;
+  if constexpr (coroutine) {
+    constexpr auto fn = &detail::make_async_activity<F, std::decay_t<Args>...>;
+    (void)detail::registered_entry<fn, code_kind::async>::value;
+    inv = fn;
+  } else {
+    constexpr auto fn = &detail::run_plain_async<F, std::decay_t<Args>...>;
+    (void)detail::registered_entry<fn, code_kind::plain_async>::value;
+    inv = fn;
+  }
   using awaiter = detail::async_at_awaiter<invoker, Args...>;
   return detail::remote_call<awaiter, detail::async_at_target<invoker>, Args...>(
       detail::async_at_target<invoker>{&e, p, inv}, std::forward<Args>(args)...);
@@ -397,9 +407,17 @@ template <class F, class... Args>
   // A coroutine function runs as an activity at p; a plain one is a remote procedure call,
   // run in p's message handler: no frame, no finish traffic.
   using invoker = std::conditional_t<coroutine, detail::at_invoker, detail::rpc_invoker>;
+  using detail::code_kind;
   invoker inv;
-  if constexpr (coroutine) inv = &detail::make_at_activity<F, std::decay_t<Args>...>;
-  else inv = &detail::run_rpc<F, std::decay_t<Args>...>;
+  if constexpr (coroutine) {
+    constexpr auto fn = &detail::make_at_activity<F, std::decay_t<Args>...>;
+    (void)detail::registered_entry<fn, code_kind::at>::value;
+    inv = fn;
+  } else {
+    constexpr auto fn = &detail::run_rpc<F, std::decay_t<Args>...>;
+    (void)detail::registered_entry<fn, code_kind::rpc>::value;
+    inv = fn;
+  }
   using awaiter = detail::at_awaiter<R, invoker, Args...>;
   return detail::remote_call<awaiter, detail::at_target<invoker>, Args...>(
       detail::at_target<invoker>{p, inv}, std::forward<Args>(args)...);

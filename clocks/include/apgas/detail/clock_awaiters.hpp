@@ -3,6 +3,7 @@
 #pragma once
 
 #include "apgas/clock.hpp"
+#include "apgas/detail/code_registry.hpp"
 
 #include <array>
 #include <coroutine>
@@ -250,7 +251,9 @@ namespace apgas {
 template <class Op, class T>
 detail::advance_awaiter<T> clock::advance(Op, T value, signal s) {
   detail::require_reducible<T, Op>();
-  const detail::reduce_contribution c{nullptr, sizeof(T), &detail::combine_bytes<T, Op>};
+  constexpr auto combine = &detail::combine_bytes<T, Op>;
+  (void)detail::registered_entry<combine, detail::code_kind::combine>::value; // see code_registry
+  const detail::reduce_contribution c{nullptr, sizeof(T), combine};
   return detail::advance_awaiter<T>(*this, s, &c, &value);
 }
 

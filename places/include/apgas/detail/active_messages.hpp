@@ -18,10 +18,12 @@
 #pragma once
 
 #include "apgas/detail/activity.hpp"
+#include "apgas/detail/code_registry.hpp"
 #include "apgas/detail/finish_links.hpp"
 #include "apgas/detail/message_format.hpp"
 #include "apgas/detail/place_tree.hpp"
 #include "apgas/detail/protocol_module.hpp"
+#include "apgas/detail/reply_table.hpp"
 #include "apgas/detail/scheduler.hpp"
 #include "apgas/detail/spread_counter.hpp"
 #include "apgas/detail/transport.hpp"
@@ -115,16 +117,17 @@ public:
     m_counters.activities_sent.add();
     m_net->send_merged(to, plain_run_head(*id, code, args_bytes), args_bytes, write_args, args);
   }
-  /// @brief As start_async, for the body of an `at` whose value comes back to `sink`.
-  std::vector<std::byte>& start_at(finish_state& f, at_invoker inv, reply_sink* sink);
+  /// @brief As start_async, for the body of an `at`.
+  std::vector<std::byte>& start_at(finish_state& f, at_invoker inv);
   /// @brief As start_at, for a plain function: it runs in the message handler of `to` and is
   /// no activity of any finish (it cannot start one, and the caller's strand, suspended until
   /// the reply, keeps the caller's finish open meanwhile). Sent with finish_at, uncounted.
-  std::vector<std::byte>& start_rpc(rpc_invoker inv, reply_sink* sink);
+  std::vector<std::byte>& start_rpc(rpc_invoker inv);
   /// @brief Sends a message begun by start_at or start_rpc at once (somebody waits for its
-  /// answer). The transport may take `bytes` and leave another vector there.
+  /// answer), whose reply goes to `sink` (registered now: a request that was never sent
+  /// leaves nothing behind). The transport may take `bytes` and leave another vector there.
   /// pre: record_send was called for an `at`.
-  void finish_at(place_id to, std::vector<std::byte>& bytes);
+  void finish_at(place_id to, std::vector<std::byte>& bytes, reply_sink* sink);
   /// @brief Writes the head of a reply to `to` into `out`, after room for the frame header
   /// (whatever `out` held is dropped); the value's bytes are then appended and finish_reply
   /// sends it: the value is serialized once, in place.
@@ -170,6 +173,8 @@ private:
   void on_rpc(place_id from, std::span<const std::byte> body);
   void on_reply(place_id from, std::span<const std::byte> body);
   void on_activity(place_id from, std::span<const std::byte> body, bool is_at);
+  /// Throws unless `id` can be a finish's and `code` is a registered entry point of `kind`.
+  void check_message(place_id from, const finish_id& id, std::int64_t code, code_kind kind) const;
   /// True if this place ran an rpc lately (out of line: reads the clock; idle workers ask).
   bool served_rpcs_lately() const noexcept;
 
@@ -187,6 +192,7 @@ private:
   message_kind m_kind_rpc;
   message_kind m_kind_reply;
   active_message_counters m_counters;
+  reply_table m_replies; ///< requests waiting for their replies, by token
   /// The finish of rpc bodies that arrive while the handler runs inside a strand and so run as
   /// activities (see on_rpc): never waited for, its count never falls to zero (the one it
   /// starts with is never released), and nothing it runs can fail (failures are replied).

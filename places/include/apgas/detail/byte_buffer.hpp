@@ -47,8 +47,7 @@ public:
   void clear() noexcept { m_size = 0; }
   /// @brief Makes room for `n` bytes in total (contents kept).
   void reserve(std::size_t n) {
-    if (n > m_capacity)
-      grow(n);
+    if (n > m_capacity) grow(n);
   }
   /// @brief Sets the size to `n`; bytes beyond the old size are indeterminate (to be written).
   void resize_for_overwrite(std::size_t n) {
@@ -57,26 +56,22 @@ public:
   }
   /// @brief Grows the size by `n` and returns where those `n` bytes (to be written) start.
   std::byte* extend(std::size_t n) {
-    if (m_size + n > m_capacity)
-      grow(std::max(m_size + n, 2 * m_capacity));
+    if (m_size + n > m_capacity) grow(std::max(m_size + n, 2 * m_capacity));
     std::byte* at = m_data.get() + m_size;
     m_size += n;
     return at;
   }
   /// @brief Appends `n` bytes from `p`.
   void append(const void* p, std::size_t n) {
-    if (m_size + n > m_capacity)
-      grow(std::max(m_size + n, 2 * m_capacity));
-    if (n != 0)
-      std::memcpy(m_data.get() + m_size, p, n);
+    if (m_size + n > m_capacity) grow(std::max(m_size + n, 2 * m_capacity));
+    if (n != 0) std::memcpy(m_data.get() + m_size, p, n);
     m_size += n;
   }
 
 private:
   void grow(std::size_t n) {
     auto bigger = std::make_unique_for_overwrite<std::byte[]>(n);
-    if (m_size != 0)
-      std::memcpy(bigger.get(), m_data.get(), m_size);
+    if (m_size != 0) std::memcpy(bigger.get(), m_data.get(), m_size);
     m_data = std::move(bigger);
     m_capacity = n;
   }

@@ -31,11 +31,13 @@ using returned_t = std::conditional_t<std::is_array_v<T> || std::is_function_v<T
                                           std::is_abstract_v<std::remove_reference_t<T>>,
                                       void, T>;
 
-template <class T> inline constexpr bool always_false_v = false;
+template <class T>
+inline constexpr bool always_false_v = false;
 
 /// @brief A random-access iterator over elements of a bitwise type stored in bytes at any
 /// alignment (each read with memcpy), so that a vector can be built straight from a message.
-template <class E> class unaligned_elements {
+template <class E>
+class unaligned_elements {
 public:
   using iterator_category = std::random_access_iterator_tag;
   using value_type = E;
@@ -83,12 +85,17 @@ private:
   const std::byte* m_at = nullptr;
 };
 
-template <class T> void write_value(byte_writer& w, const T& value);
-template <class T> T read_value(byte_reader& r);
-template <class T> void read_into(byte_reader& r, T& out);
-template <class T> std::size_t size_value(const T& value);
+template <class T>
+void write_value(byte_writer& w, const T& value);
+template <class T>
+T read_value(byte_reader& r);
+template <class T>
+void read_into(byte_reader& r, T& out);
+template <class T>
+std::size_t size_value(const T& value);
 
-template <class T> T read_bitwise(byte_reader& r) {
+template <class T>
+T read_bitwise(byte_reader& r) {
   if constexpr (std::is_default_constructible_v<T>) {
     T value;
     r.read_bytes(&value, sizeof(T));
@@ -107,8 +114,7 @@ void write_counted(byte_writer& w, const Range& range, WriteOne write_one) {
   const std::size_t count = std::size(range);
   w.write_length(count);
   const std::size_t start = w.size();
-  for (const auto& element : range)
-    write_one(element);
+  for (const auto& element : range) write_one(element);
   if constexpr (min_size<Element>() == 0) {
     if (w.size() - start < count) {
       throw serialization_error(
@@ -119,11 +125,13 @@ void write_counted(byte_writer& w, const Range& range, WriteOne write_one) {
   }
 }
 
-template <class T> consteval std::size_t min_element_bytes() {
+template <class T>
+consteval std::size_t min_element_bytes() {
   return min_size<T>() == 0 ? 1 : min_size<T>();
 }
 
-template <class Variant, std::size_t I> Variant read_alternative(byte_reader& r) {
+template <class Variant, std::size_t I>
+Variant read_alternative(byte_reader& r) {
   using alternative = std::remove_cv_t<std::variant_alternative_t<I, Variant>>;
   return Variant(std::in_place_index<I>, read_value<alternative>(r));
 }
@@ -147,7 +155,8 @@ Array read_std_array(byte_reader& r, std::index_sequence<I...>) {
   return Array{{(static_cast<void>(I), read_value<element>(r))...}};
 }
 
-template <class T> void write_value(byte_writer& w, const T& value) {
+template <class T>
+void write_value(byte_writer& w, const T& value) {
   constexpr ser_kind k = kind_v<T>;
   using enum ser_kind;
   if constexpr (is_bitwise_v<T>) {
@@ -175,16 +184,14 @@ template <class T> void write_value(byte_writer& w, const T& value) {
     w.write_length(value.size());
     std::uint8_t byte = 0;
     for (std::size_t i = 0; i < value.size(); ++i) {
-      if (value[i])
-        byte = static_cast<std::uint8_t>(byte | (1U << (i % 8)));
+      if (value[i]) byte = static_cast<std::uint8_t>(byte | (1U << (i % 8)));
       if (i % 8 == 7 || i + 1 == value.size()) {
         w.write_bytes(&byte, 1);
         byte = 0;
       }
     }
   } else if constexpr (k == std_array || k == c_array) {
-    for (const auto& e : value)
-      write_value(w, e);
+    for (const auto& e : value) write_value(w, e);
   } else if constexpr (k == pair) {
     write_value(w, value.first);
     write_value(w, value.second);
@@ -193,8 +200,7 @@ template <class T> void write_value(byte_writer& w, const T& value) {
   } else if constexpr (k == optional) {
     const std::uint8_t flag = value.has_value() ? 1 : 0;
     w.write_bytes(&flag, 1);
-    if (value)
-      write_value(w, *value);
+    if (value) write_value(w, *value);
   } else if constexpr (k == variant) {
     if (value.valueless_by_exception())
       throw serialization_error("apgas: cannot serialize a valueless std::variant");
@@ -215,7 +221,8 @@ template <class T> void write_value(byte_writer& w, const T& value) {
   }
 }
 
-template <class T> T read_value(byte_reader& r) {
+template <class T>
+T read_value(byte_reader& r) {
   constexpr ser_kind k = kind_v<T>;
   using enum ser_kind;
   if constexpr (k == c_array) {
@@ -225,8 +232,7 @@ template <class T> T read_value(byte_reader& r) {
     return read_bitwise<T>(r);
   } else if constexpr (k == boolean) {
     const auto byte = read_bitwise<std::uint8_t>(r);
-    if (byte > 1)
-      r.fail("a bool byte of " + std::to_string(byte));
+    if (byte > 1) r.fail("a bool byte of " + std::to_string(byte));
     return byte == 1;
   } else if constexpr (k == user_member) {
     T value{};
@@ -252,8 +258,7 @@ template <class T> T read_value(byte_reader& r) {
         // Zero-filled, then copied over: two passes, but a memset and a memcpy, which beat one
         // pass of unaligned reads element by element (that loop does not vectorize at -O2).
         T v(n);
-        if (n != 0)
-          std::memcpy(v.data(), bytes.data(), bytes.size());
+        if (n != 0) std::memcpy(v.data(), bytes.data(), bytes.size());
         return v;
       } else {
         // Element constructors would run before the copy: one pass instead.
@@ -263,10 +268,8 @@ template <class T> T read_value(byte_reader& r) {
     } else {
       const std::size_t n = r.read_length(min_element_bytes<element>());
       T c;
-      if constexpr (requires { c.reserve(n); })
-        c.reserve(n);
-      for (std::size_t i = 0; i < n; ++i)
-        c.push_back(read_value<element>(r));
+      if constexpr (requires { c.reserve(n); }) c.reserve(n);
+      for (std::size_t i = 0; i < n; ++i) c.push_back(read_value<element>(r));
       return c;
     }
   } else if constexpr (k == vector_bool) {
@@ -283,8 +286,7 @@ template <class T> T read_value(byte_reader& r) {
     using element = typename T::value_type;
     if constexpr (std::is_default_constructible_v<element>) {
       T a;
-      for (auto& e : a)
-        read_into(r, e);
+      for (auto& e : a) read_into(r, e);
       return a;
     } else {
       return read_std_array<T>(r, std::make_index_sequence<std::tuple_size_v<T>>{});
@@ -297,10 +299,8 @@ template <class T> T read_value(byte_reader& r) {
     return read_tuple<T>(r, std::make_index_sequence<std::tuple_size_v<T>>{});
   } else if constexpr (k == optional) {
     const auto flag = read_bitwise<std::uint8_t>(r);
-    if (flag > 1)
-      r.fail("an optional flag of " + std::to_string(flag));
-    if (flag == 0)
-      return T{};
+    if (flag > 1) r.fail("an optional flag of " + std::to_string(flag));
+    if (flag == 0) return T{};
     return T(std::in_place, read_value<typename T::value_type>(r));
   } else if constexpr (k == variant) {
     const auto index = read_bitwise<std::uint64_t>(r);
@@ -315,8 +315,7 @@ template <class T> T read_value(byte_reader& r) {
     using mapped = typename T::mapped_type;
     const std::size_t n = r.read_length(min_element_bytes<std::pair<key, mapped>>());
     T m;
-    if constexpr (requires { m.reserve(n); })
-      m.reserve(n);
+    if constexpr (requires { m.reserve(n); }) m.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
       key entry_key = read_value<key>(r);
       mapped entry_value = read_value<mapped>(r);
@@ -327,24 +326,21 @@ template <class T> T read_value(byte_reader& r) {
     using key = typename T::key_type;
     const std::size_t n = r.read_length(min_element_bytes<key>());
     T s;
-    if constexpr (requires { s.reserve(n); })
-      s.reserve(n);
-    for (std::size_t i = 0; i < n; ++i)
-      s.emplace_hint(s.end(), read_value<key>(r));
+    if constexpr (requires { s.reserve(n); }) s.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) s.emplace_hint(s.end(), read_value<key>(r));
     return s;
   } else {
     static_assert(always_false_v<T>, "apgas: internal error: no reader for this kind");
   }
 }
 
-template <class T> void read_into(byte_reader& r, T& out) {
+template <class T>
+void read_into(byte_reader& r, T& out) {
   constexpr ser_kind k = kind_v<T>;
   if constexpr (k == ser_kind::c_array || k == ser_kind::std_array) {
-    if constexpr (is_bitwise_v<T>)
-      r.read_bytes(std::addressof(out), sizeof(T));
+    if constexpr (is_bitwise_v<T>) r.read_bytes(std::addressof(out), sizeof(T));
     else
-      for (auto& e : out)
-        read_into(r, e);
+      for (auto& e : out) read_into(r, e);
   } else if constexpr (k == ser_kind::user_member) {
     input_archive archive(r);
     out.serialize(archive);
@@ -353,7 +349,8 @@ template <class T> void read_into(byte_reader& r, T& out) {
   }
 }
 
-template <class T> std::size_t size_value(const T& value) {
+template <class T>
+std::size_t size_value(const T& value) {
   constexpr ser_kind k = kind_v<T>;
   using enum ser_kind;
   constexpr std::size_t count_bytes = sizeof(std::uint64_t);
@@ -374,16 +371,14 @@ template <class T> std::size_t size_value(const T& value) {
       return count_bytes + value.size() * sizeof(element);
     } else {
       std::size_t n = count_bytes;
-      for (const auto& e : value)
-        n += size_value(e);
+      for (const auto& e : value) n += size_value(e);
       return n;
     }
   } else if constexpr (k == vector_bool) {
     return count_bytes + (value.size() + 7) / 8;
   } else if constexpr (k == std_array || k == c_array) {
     std::size_t n = 0;
-    for (const auto& e : value)
-      n += size_value(e);
+    for (const auto& e : value) n += size_value(e);
     return n;
   } else if constexpr (k == pair) {
     return size_value(value.first) + size_value(value.second);
@@ -398,8 +393,7 @@ template <class T> std::size_t size_value(const T& value) {
     return count_bytes + std::visit([](const auto& a) { return size_value(a); }, value);
   } else if constexpr (k == map) {
     std::size_t n = count_bytes;
-    for (const auto& [key, mapped] : value)
-      n += size_value(key) + size_value(mapped);
+    for (const auto& [key, mapped] : value) n += size_value(key) + size_value(mapped);
     return n;
   } else {
     static_assert(always_false_v<T>, "apgas: internal error: no size for this kind");

@@ -81,26 +81,31 @@ enum class ser_kind {
   bad_adl_half,
 };
 
-constexpr bool is_bad(ser_kind k) noexcept {
-  return k >= ser_kind::bad_reference;
-}
+constexpr bool is_bad(ser_kind k) noexcept { return k >= ser_kind::bad_reference; }
 
 // --- Recognising standard templates ------------------------------------------------------
 
-template <class T, template <class...> class Tmpl> struct is_instance_of : std::false_type {};
+template <class T, template <class...> class Tmpl>
+struct is_instance_of : std::false_type {};
 template <template <class...> class Tmpl, class... A>
 struct is_instance_of<Tmpl<A...>, Tmpl> : std::true_type {};
 template <class T, template <class...> class Tmpl>
 inline constexpr bool is_instance_of_v = is_instance_of<T, Tmpl>::value;
 
-template <class T> struct is_std_array : std::false_type {};
-template <class T, std::size_t N> struct is_std_array<std::array<T, N>> : std::true_type {};
+template <class T>
+struct is_std_array : std::false_type {};
+template <class T, std::size_t N>
+struct is_std_array<std::array<T, N>> : std::true_type {};
 
-template <class T> struct is_std_span : std::false_type {};
-template <class T, std::size_t N> struct is_std_span<std::span<T, N>> : std::true_type {};
+template <class T>
+struct is_std_span : std::false_type {};
+template <class T, std::size_t N>
+struct is_std_span<std::span<T, N>> : std::true_type {};
 
-template <class T> struct is_vector_bool : std::false_type {};
-template <class A> struct is_vector_bool<std::vector<bool, A>> : std::true_type {};
+template <class T>
+struct is_vector_bool : std::false_type {};
+template <class A>
+struct is_vector_bool<std::vector<bool, A>> : std::true_type {};
 
 template <class T>
 inline constexpr bool is_sequence_v =
@@ -148,12 +153,19 @@ concept has_member_serialize = requires(T& t, output_archive& out, input_archive
   t.serialize(in);
 };
 
-template <class M> struct member_class { using type = void; };
-template <class M, class C> struct member_class<M C::*> { using type = C; };
+template <class M>
+struct member_class {
+  using type = void;
+};
+template <class M, class C>
+struct member_class<M C::*> {
+  using type = C;
+};
 
 /// @brief True if T's serialize() template is a base class's (T's own fields would be lost).
 /// Only decidable when `&T::template serialize<output_archive>` names one function.
-template <class T> consteval bool serialize_is_inherited() {
+template <class T>
+consteval bool serialize_is_inherited() {
   if constexpr (requires { &T::template serialize<output_archive>; }) {
     using member = decltype(&T::template serialize<output_archive>);
     return !std::is_same_v<typename member_class<member>::type, T>;
@@ -174,184 +186,179 @@ concept has_adl_deserialize = requires(byte_reader& r) {
 
 // --- Classification ----------------------------------------------------------------------
 
-template <class T> consteval ser_kind kind_of() {
+template <class T>
+consteval ser_kind kind_of() {
   using enum ser_kind;
-  if constexpr (std::is_reference_v<T>)
-    return bad_reference;
+  if constexpr (std::is_reference_v<T>) return bad_reference;
   else if constexpr (std::is_pointer_v<T>)
     return std::is_function_v<std::remove_pointer_t<T>> ? bad_function_pointer : bad_pointer;
-  else if constexpr (std::is_member_pointer_v<T>)
-    return bad_member_pointer;
+  else if constexpr (std::is_member_pointer_v<T>) return bad_member_pointer;
   else if constexpr (std::is_void_v<T> || std::is_function_v<T> || std::is_unbounded_array_v<T>)
     return bad_unsupported;
-  else if constexpr (!std::is_same_v<T, std::remove_cv_t<T>>)
-    return kind_of<std::remove_cv_t<T>>();
+  else if constexpr (!std::is_same_v<T, std::remove_cv_t<T>>) return kind_of<std::remove_cv_t<T>>();
   else if constexpr (has_member_serialize<T>) {
-    if constexpr (serialize_is_inherited<T>())
-      return bad_member_inherited;
-    else if constexpr (!std::default_initializable<T>)
-      return bad_member_not_default_constructible;
-    else
-      return user_member;
-  } else if constexpr (has_adl_serialize<T> && has_adl_deserialize<T>)
-    return user_adl;
-  else if constexpr (has_adl_serialize<T> || has_adl_deserialize<T>)
-    return bad_adl_half;
-  else if constexpr (is_smart_pointer_v<T>)
-    return bad_smart_pointer;
-  else if constexpr (is_view_like_v<T>)
-    return bad_view;
-  else if constexpr (std::is_same_v<T, bool>)
-    return boolean;
-  else if constexpr (is_instance_of_v<T, std::basic_string>)
-    return string;
-  else if constexpr (is_vector_bool<T>::value)
-    return vector_bool;
-  else if constexpr (is_sequence_v<T>)
-    return sequence;
-  else if constexpr (is_std_array<T>::value)
-    return std_array;
-  else if constexpr (std::is_bounded_array_v<T>)
-    return c_array;
-  else if constexpr (is_instance_of_v<T, std::pair>)
-    return pair;
-  else if constexpr (is_instance_of_v<T, std::tuple>)
-    return tuple;
-  else if constexpr (is_instance_of_v<T, std::optional>)
-    return optional;
-  else if constexpr (is_instance_of_v<T, std::variant>)
-    return variant;
-  else if constexpr (is_map_v<T>)
-    return map;
-  else if constexpr (is_set_v<T>)
-    return set;
-  else if constexpr (callable_object<T>)
-    return bad_callable;
-  else if constexpr (bitwise_copyable<T>)
-    return bitwise;
-  else
-    return bad_not_trivially_copyable;
+    if constexpr (serialize_is_inherited<T>()) return bad_member_inherited;
+    else if constexpr (!std::default_initializable<T>) return bad_member_not_default_constructible;
+    else return user_member;
+  } else if constexpr (has_adl_serialize<T> && has_adl_deserialize<T>) return user_adl;
+  else if constexpr (has_adl_serialize<T> || has_adl_deserialize<T>) return bad_adl_half;
+  else if constexpr (is_smart_pointer_v<T>) return bad_smart_pointer;
+  else if constexpr (is_view_like_v<T>) return bad_view;
+  else if constexpr (std::is_same_v<T, bool>) return boolean;
+  else if constexpr (is_instance_of_v<T, std::basic_string>) return string;
+  else if constexpr (is_vector_bool<T>::value) return vector_bool;
+  else if constexpr (is_sequence_v<T>) return sequence;
+  else if constexpr (is_std_array<T>::value) return std_array;
+  else if constexpr (std::is_bounded_array_v<T>) return c_array;
+  else if constexpr (is_instance_of_v<T, std::pair>) return pair;
+  else if constexpr (is_instance_of_v<T, std::tuple>) return tuple;
+  else if constexpr (is_instance_of_v<T, std::optional>) return optional;
+  else if constexpr (is_instance_of_v<T, std::variant>) return variant;
+  else if constexpr (is_map_v<T>) return map;
+  else if constexpr (is_set_v<T>) return set;
+  else if constexpr (callable_object<T>) return bad_callable;
+  else if constexpr (bitwise_copyable<T>) return bitwise;
+  else return bad_not_trivially_copyable;
 }
 
-template <class T> inline constexpr ser_kind kind_v = kind_of<T>();
+template <class T>
+inline constexpr ser_kind kind_v = kind_of<T>();
 
 // --- The innermost type that cannot be sent ----------------------------------------------
 
 /// @brief Marks "nothing wrong" in offender_t.
 struct no_offender {};
 
-template <class... T> struct type_list {};
+template <class... T>
+struct type_list {};
 
 /// @brief The types a structural (std or C array) type is made of.
-template <class T, ser_kind K = kind_v<T>> struct parts { using type = type_list<>; };
-template <class T> struct parts<T, ser_kind::sequence> {
+template <class T, ser_kind K = kind_v<T>>
+struct parts {
+  using type = type_list<>;
+};
+template <class T>
+struct parts<T, ser_kind::sequence> {
   using type = type_list<typename T::value_type>;
 };
-template <class T> struct parts<T, ser_kind::std_array> {
+template <class T>
+struct parts<T, ser_kind::std_array> {
   using type = type_list<typename T::value_type>;
 };
-template <class T> struct parts<T, ser_kind::c_array> {
+template <class T>
+struct parts<T, ser_kind::c_array> {
   using type = type_list<std::remove_extent_t<T>>;
 };
-template <class A, class B> struct parts<std::pair<A, B>, ser_kind::pair> {
+template <class A, class B>
+struct parts<std::pair<A, B>, ser_kind::pair> {
   using type = type_list<A, B>;
 };
-template <class... A> struct parts<std::tuple<A...>, ser_kind::tuple> {
+template <class... A>
+struct parts<std::tuple<A...>, ser_kind::tuple> {
   using type = type_list<A...>;
 };
-template <class T> struct parts<T, ser_kind::optional> {
+template <class T>
+struct parts<T, ser_kind::optional> {
   using type = type_list<typename T::value_type>;
 };
-template <class... A> struct parts<std::variant<A...>, ser_kind::variant> {
+template <class... A>
+struct parts<std::variant<A...>, ser_kind::variant> {
   using type = type_list<A...>;
 };
-template <class T> struct parts<T, ser_kind::map> {
+template <class T>
+struct parts<T, ser_kind::map> {
   using type = type_list<typename T::key_type, typename T::mapped_type>;
 };
-template <class T> struct parts<T, ser_kind::set> { using type = type_list<typename T::key_type>; };
+template <class T>
+struct parts<T, ser_kind::set> {
+  using type = type_list<typename T::key_type>;
+};
 
-template <class T> struct offender;
+template <class T>
+struct offender;
 
-template <class List> struct first_offender { using type = no_offender; };
-template <class T, class... Rest> struct first_offender<type_list<T, Rest...>> {
+template <class List>
+struct first_offender {
+  using type = no_offender;
+};
+template <class T, class... Rest>
+struct first_offender<type_list<T, Rest...>> {
   using head = typename offender<T>::type;
   using type = std::conditional_t<std::is_same_v<head, no_offender>,
                                   typename first_offender<type_list<Rest...>>::type, head>;
 };
 
-template <class T> struct offender {
+template <class T>
+struct offender {
   using type =
       typename std::conditional_t<is_bad(kind_v<T>), std::type_identity<T>,
                                   first_offender<typename parts<std::remove_cv_t<T>>::type>>::type;
 };
 
 /// @brief T itself or the first type inside it that cannot be sent; no_offender if none.
-template <class T> using offender_t = typename offender<T>::type;
+template <class T>
+using offender_t = typename offender<T>::type;
 
 /// @brief True if T and everything inside it can be sent.
-template <class T> inline constexpr bool sendable_v = std::is_same_v<offender_t<T>, no_offender>;
+template <class T>
+inline constexpr bool sendable_v = std::is_same_v<offender_t<T>, no_offender>;
 
-template <class T> consteval ser_kind verdict() {
-  if constexpr (sendable_v<T>)
-    return ser_kind::none;
-  else
-    return kind_v<offender_t<T>>;
+template <class T>
+consteval ser_kind verdict() {
+  if constexpr (sendable_v<T>) return ser_kind::none;
+  else return kind_v<offender_t<T>>;
 }
 
 /// @brief Why T cannot be sent (the kind of its offender), or ser_kind::none if it can.
-template <class T> inline constexpr ser_kind verdict_v = verdict<T>();
+template <class T>
+inline constexpr ser_kind verdict_v = verdict<T>();
 
 // --- Properties of sendable types --------------------------------------------------------
 
 /// @brief Sent as its object representation: trivially copyable, or arrays thereof (bool is
 /// excluded: its byte is checked on the way in).
-template <class T> consteval bool is_bitwise() {
+template <class T>
+consteval bool is_bitwise() {
   constexpr ser_kind k = kind_v<T>;
-  if constexpr (k == ser_kind::bitwise)
-    return true;
-  else if constexpr (k == ser_kind::std_array)
-    return is_bitwise<typename T::value_type>();
-  else if constexpr (k == ser_kind::c_array)
-    return is_bitwise<std::remove_extent_t<T>>();
-  else
-    return false;
+  if constexpr (k == ser_kind::bitwise) return true;
+  else if constexpr (k == ser_kind::std_array) return is_bitwise<typename T::value_type>();
+  else if constexpr (k == ser_kind::c_array) return is_bitwise<std::remove_extent_t<T>>();
+  else return false;
 }
 
-template <class T> inline constexpr bool is_bitwise_v = is_bitwise<T>();
+template <class T>
+inline constexpr bool is_bitwise_v = is_bitwise<T>();
 
-template <class T> consteval std::size_t min_size();
+template <class T>
+consteval std::size_t min_size();
 
-template <class... T> consteval std::size_t min_size_sum(type_list<T...>) {
+template <class... T>
+consteval std::size_t min_size_sum(type_list<T...>) {
   return (std::size_t{0} + ... + min_size<T>());
 }
 
 /// @brief The fewest bytes a value of T serializes to (0 when unknown: user-declared types).
 /// Bounds the element count a message of n bytes can hold, before anything is allocated.
-template <class T> consteval std::size_t min_size() {
+template <class T>
+consteval std::size_t min_size() {
   constexpr ser_kind k = kind_v<T>;
   using enum ser_kind;
-  if constexpr (k == bitwise)
-    return sizeof(T);
-  else if constexpr (k == boolean)
-    return 1;
+  if constexpr (k == bitwise) return sizeof(T);
+  else if constexpr (k == boolean) return 1;
   else if constexpr (k == string || k == sequence || k == vector_bool || k == map || k == set)
     return sizeof(std::uint64_t);
   else if constexpr (k == std_array)
     return std::tuple_size_v<T> * min_size<typename T::value_type>();
-  else if constexpr (k == c_array)
-    return std::extent_v<T> * min_size<std::remove_extent_t<T>>();
-  else if constexpr (k == pair || k == tuple)
-    return min_size_sum(typename parts<T>::type{});
-  else if constexpr (k == optional)
-    return 1;
-  else if constexpr (k == variant)
-    return sizeof(std::uint64_t);
-  else
-    return 0;
+  else if constexpr (k == c_array) return std::extent_v<T> * min_size<std::remove_extent_t<T>>();
+  else if constexpr (k == pair || k == tuple) return min_size_sum(typename parts<T>::type{});
+  else if constexpr (k == optional) return 1;
+  else if constexpr (k == variant) return sizeof(std::uint64_t);
+  else return 0;
 }
 
 /// @brief One static_assert per reason a type cannot be sent; only the one that applies fires.
-template <class T> consteval void diagnose() {
+template <class T>
+consteval void diagnose() {
   constexpr ser_kind k = verdict_v<T>;
   using enum ser_kind;
   static_assert(k != bad_reference,
