@@ -1,7 +1,11 @@
 /// @file The umbrella header of apgas: tasks, async/finish, places, serialization, runtime,
-/// message counts.
+/// message counts, atomic and when.
+///
+/// It lives above the layers it gathers (core, places, clocks), with the apgas::apgas target
+/// that links them all: no layer includes a layer above it.
 #pragma once
 
+#include "apgas/atomic.hpp"
 #include "apgas/core.hpp"
 #include "apgas/global_ref.hpp"
 #include "apgas/message_counts.hpp"
