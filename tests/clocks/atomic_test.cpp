@@ -244,19 +244,18 @@ TEST_P(atomic_test, exceptions_of_bodies_and_conditions_reach_the_finish_and_fre
 
 // ---- the state dump ----------------------------------------------------------------------
 
+constexpr int k_gate_line = __LINE__ + 2; // the line of the when below
+task<> wait_for_gate(const bool& go) {
+  co_await when([&] { return go; }, [] {});
+}
+
 TEST_P(atomic_test, the_state_dump_lists_suspended_whens_with_their_call_site) {
   bool go = false;
   std::string dump;
   std::string after;
-  int line = 0;
   rt().run([&]() -> task<> {
     co_await finish(apgas::policy::work_first, [&]() -> task<> {
-      for (int i = 0; i < 2; ++i) {
-        co_await async([&]() -> task<> {
-          line = __LINE__ + 1;
-          co_await when([&] { return go; }, [] {});
-        });
-      }
+      for (int i = 0; i < 2; ++i) co_await async(wait_for_gate(go));
       wait_until_suspended(2);
       dump = apgas::detail::place_engine::current().describe_state();
       co_await atomic([&] { go = true; });
@@ -265,8 +264,9 @@ TEST_P(atomic_test, the_state_dump_lists_suspended_whens_with_their_call_site) {
   });
   EXPECT_NE(dump.find("suspended whens:\n    2 suspended, at 1 call site(s):\n"), std::string::npos)
       << dump;
-  EXPECT_NE(dump.find("    2 at " + std::string(__FILE__) + ":" + std::to_string(line) + " in "),
-            std::string::npos)
+  EXPECT_NE(
+      dump.find("    2 at " + std::string(__FILE__) + ":" + std::to_string(k_gate_line) + " in "),
+      std::string::npos)
       << dump;
   EXPECT_NE(after.find("suspended whens: none"), std::string::npos) << after;
 }
