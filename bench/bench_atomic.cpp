@@ -12,7 +12,11 @@
 // Each figure is the best of --reps runs after a warm-up run; every run's result is checked (a
 // wrong count exits 1). Ratios are apgas / peer (above 1: apgas is faster).
 //
-//   bench_atomic [--reps R] [--quick] [--blocks N] [--items N] [--long-work N]
+// Bodies: short (an increment), medium (200 multiply-adds, a fraction of a microsecond) and
+// long (5000: longer than a waiter's spin, so that its waiters sleep).
+//
+//   bench_atomic [--reps R] [--quick] [--blocks N] [--items N]
+//                [--only blocks,lock,buffer]
 #include <apgas/apgas.hpp>
 #include <apgas/detail/atomic_lock.hpp>
 #include <apgas/detail/spin_lock.hpp>
@@ -40,15 +44,15 @@ using clock_type = std::chrono::steady_clock;
 
 struct settings {
   int reps = 5;
-  std::uint64_t blocks = 2'000'000; ///< atomic blocks per measurement (short bodies)
-  std::uint64_t items = 1'000'000;  ///< items through the bounded buffer per measurement
-  unsigned long_work = 200;         ///< busy_work iterations of a long body
+  std::uint64_t blocks = 2'000'000;        ///< atomic blocks per measurement (short bodies)
+  std::uint64_t items = 300'000;           ///< items through the bounded buffer per measurement
+  std::string only = "blocks,lock,buffer"; ///< the sections to run
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "bench_atomic: %s\nusage: bench_atomic [--reps R] [--quick] [--blocks N] "
-               "[--items N] [--long-work N]\n",
+               "[--items N] [--only blocks,lock,buffer]\n",
                why);
   std::exit(2);
 }
@@ -64,8 +68,10 @@ settings parse(int argc, char** argv) {
     if (a == "--reps") s.reps = static_cast<int>(value());
     else if (a == "--blocks") s.blocks = value();
     else if (a == "--items") s.items = value();
-    else if (a == "--long-work") s.long_work = static_cast<unsigned>(value());
-    else if (a == "--quick") {
+    else if (a == "--only") {
+      if (i + 1 >= argc) usage("--only lacks its value");
+      s.only = argv[++i];
+    } else if (a == "--quick") {
       s.reps = 1;
       s.blocks = 100'000;
       s.items = 50'000;
@@ -169,15 +175,24 @@ timing locked_blocks(unsigned threads, std::uint64_t blocks, unsigned work) {
   return t;
 }
 
+/// A length of atomic body: busy_work iterations, and the share of --blocks to run.
+struct body_kind {
+  const char* name;
+  unsigned work;
+  std::uint64_t divisor;
+};
+constexpr std::array<body_kind, 3> k_bodies{
+    {{"short", 0, 1}, {"medium", 200, 20}, {"long", 5000, 500}}};
+
 double per_second(std::uint64_t n, const timing& t) { return static_cast<double>(n) / t.seconds; }
 
 void atomic_blocks_section(const settings& s) {
   std::printf("\n1. Atomic blocks per second (millions), apgas atomic vs std::mutex\n");
-  std::printf("%-6s %-8s %-30s %10s %10s %7s\n", "body", "workers", "case", "apgas", "mutex",
+  std::printf("%-7s %-8s %-30s %10s %10s %7s\n", "body", "workers", "case", "apgas", "mutex",
               "ratio");
-  for (const bool long_body : {false, true}) {
-    const unsigned work = long_body ? s.long_work : 0;
-    const std::uint64_t blocks = long_body ? s.blocks / 20 : s.blocks;
+  for (const body_kind& body : k_bodies) {
+    const unsigned work = body.work;
+    const std::uint64_t blocks = s.blocks / body.divisor;
     for (const unsigned workers : {1U, 2U}) {
       apgas::runtime rt(worker_options(workers));
       // Uncontended: one activity (one thread); contended: one per worker (per thread).
@@ -189,8 +204,8 @@ void atomic_blocks_section(const settings& s) {
         const std::string what = contenders == 1
                                      ? "uncontended: 1 activity/thread"
                                      : fmt::format("contended: {} activities/threads", contenders);
-        std::printf("%-6s %-8u %-30s %10.2f %10.2f %7.2f\n", long_body ? "long" : "short", workers,
-                    what.c_str(), per_second(blocks, a) / 1e6, per_second(blocks, m) / 1e6,
+        std::printf("%-7s %-8u %-30s %10.2f %10.2f %7.2f\n", body.name, workers, what.c_str(),
+                    per_second(blocks, a) / 1e6, per_second(blocks, m) / 1e6,
                     m.seconds / a.seconds);
         if (workers == 1) break; // one worker: one activity at a time holds the lock
       }
@@ -203,11 +218,11 @@ void atomic_blocks_section(const settings& s) {
 void lock_section(const settings& s) {
   std::printf("\n2. The place's lock on plain threads: blocks per second (millions) and CPU "
               "seconds per wall second\n");
-  std::printf("%-6s %-8s %18s %18s %18s %7s\n", "body", "threads", "atomic_lock", "std::mutex",
+  std::printf("%-7s %-8s %18s %18s %18s %7s\n", "body", "threads", "atomic_lock", "std::mutex",
               "spin_lock", "ratio");
-  for (const bool long_body : {false, true}) {
-    const unsigned work = long_body ? s.long_work : 0;
-    const std::uint64_t blocks = long_body ? s.blocks / 20 : s.blocks;
+  for (const body_kind& body : k_bodies) {
+    const unsigned work = body.work;
+    const std::uint64_t blocks = s.blocks / body.divisor;
     for (const unsigned threads : {1U, 2U, 4U}) {
       const timing a = best_of(
           s.reps, [&] { return locked_blocks<apgas::detail::atomic_lock>(threads, blocks, work); });
@@ -218,8 +233,8 @@ void lock_section(const settings& s) {
       auto cell = [&](const timing& t) {
         return fmt::format("{:8.2f} ({:4.2f})", per_second(blocks, t) / 1e6, t.cpu / t.seconds);
       };
-      std::printf("%-6s %-8u %18s %18s %18s %7.2f\n", long_body ? "long" : "short", threads,
-                  cell(a).c_str(), cell(m).c_str(), cell(k).c_str(), m.seconds / a.seconds);
+      std::printf("%-7s %-8u %18s %18s %18s %7.2f\n", body.name, threads, cell(a).c_str(),
+                  cell(m).c_str(), cell(k).c_str(), m.seconds / a.seconds);
     }
   }
 }
@@ -332,11 +347,11 @@ void buffer_section(const settings& s) {
 
 int main(int argc, char** argv) {
   const settings s = parse(argc, argv);
-  std::printf("bench_atomic: best of %d runs; long bodies: %u busy_work iterations\n", s.reps,
-              s.long_work);
-  atomic_blocks_section(s);
-  lock_section(s);
-  buffer_section(s);
+  std::printf("bench_atomic: best of %d runs\n", s.reps);
+  auto wanted = [&](std::string_view section) { return s.only.find(section) != std::string::npos; };
+  if (wanted("blocks")) atomic_blocks_section(s);
+  if (wanted("lock")) lock_section(s);
+  if (wanted("buffer")) buffer_section(s);
   if (g_failures != 0) {
     std::fprintf(stderr, "bench_atomic: %d wrong results\n", g_failures);
     return 1;
