@@ -1,0 +1,16 @@
+/// @file The umbrella header of apgas: tasks, async/finish, places, serialization, runtime,
+/// message counts, collectives, clocks, atomic and when.
+///
+/// It lives above the layers it gathers (core, places, clocks), with the apgas::apgas target
+/// that links them all: no layer includes a layer above it.
+#pragma once
+
+#include "apgas/atomic.hpp"
+#include "apgas/clock.hpp"
+#include "apgas/collectives.hpp"
+#include "apgas/core.hpp"
+#include "apgas/global_ref.hpp"
+#include "apgas/message_counts.hpp"
+#include "apgas/place.hpp"
+#include "apgas/runtime.hpp"
+#include "apgas/serialization.hpp"
