@@ -12,9 +12,12 @@
 // At one place (P = 1): k clocked activities advance together (k from --activities), against
 // the clock the uClocks paper starts from (one global mutex and condition variable, a thread
 // per activity) and, where k is the number of workers, against std::barrier with k threads;
-// then lazy against eager waits on balanced and unbalanced phases.
+// then lazy against eager waits on balanced and unbalanced phases; then a clocked loop beside a
+// stream of atomic blocks, against a clock built on atomic and when (X10's design before
+// uClocks: every clock operation takes the place's atomic lock).
 #include <apgas/clock.hpp>
 
+#include "../atomic_stream.hpp"
 #include "common.hpp"
 
 #include <barrier>
@@ -195,6 +198,57 @@ double local_clock_phase(apgas::runtime& rt, long k, int phases, apgas::signal s
   });
 }
 
+/// X10's clock before uClocks, on apgas's atomic and when: resume and the phase test take the
+/// place's one atomic lock, as every user atomic block does.
+struct atomic_lock_clock {
+  long registered;
+  long resumed = 0;
+  long phase = 0;
+  apgas::task<> advance() {
+    long mine = 0;
+    co_await apgas::atomic([&] {
+      mine = phase;
+      if (++resumed == registered) {
+        resumed = 0;
+        ++phase;
+      }
+    });
+    co_await apgas::when([&] { return phase != mine; }, [] {});
+  }
+};
+
+/// Seconds per phase of k activities advancing `phases` times, on an apgas clock or (`on_lock`)
+/// an atomic_lock_clock, with (`stream`) or without a stream of atomic blocks beside them.
+double clock_beside_atomics(apgas::runtime& rt, long k, int phases, bool on_lock, bool stream) {
+  return rt.run([=]() -> task<double> {
+    std::atomic<bool> stop{false};
+    apgas_bench::atomic_counter counter;
+    double seconds = 0;
+    co_await apgas::finish([&]() -> task<> {
+      if (stream) co_await apgas::async(apgas_bench::atomic_stream_until(stop, counter, 200));
+      const auto t0 = clock::now();
+      co_await apgas::finish([&]() -> task<> {
+        if (on_lock) {
+          atomic_lock_clock lc{k};
+          for (long i = 0; i < k; ++i)
+            co_await apgas::async([&lc, phases]() -> task<> {
+              for (int p = 0; p < phases; ++p) co_await lc.advance();
+            });
+          co_return;
+        }
+        apgas::clock c = co_await apgas::clock::make();
+        for (long i = 0; i < k; ++i)
+          co_await apgas::async(apgas::clocked(c), [phases](apgas::clock mine) -> task<> {
+            for (int p = 0; p < phases; ++p) co_await mine.advance();
+          });
+      });
+      seconds = seconds_since(t0) / phases;
+      stop = true; // relaxed inside: the stream stops at some point
+    });
+    co_return seconds;
+  });
+}
+
 void at_one_place(const apgas::options& opts, const std::vector<long>& activities, int phases) {
   apgas::runtime rt(opts);
   const long workers = rt.threads();
@@ -236,6 +290,20 @@ void at_one_place(const apgas::options& opts, const std::vector<long>& activitie
                  local_clock_phase(rt, k, n, apgas::signal::lazy, unbalanced) * 1e6,
                  local_clock_phase(rt, k, n, apgas::signal::eager, unbalanced) * 1e6);
     }
+  }
+  fmt::print("\nA clocked loop beside a stream of atomic blocks (one activity runs atomic blocks "
+             "of 200 multiply-adds without pause): a clock never takes the atomic lock, a clock "
+             "built on atomic and when does\n\n");
+  fmt::print("| k | clock alone us | clock beside atomics us | slowdown | atomic-lock clock alone "
+             "us | beside atomics us | slowdown |\n|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const long k : {workers, 8 * workers}) {
+    const int n = std::max(20, phases / 4);
+    const double alone = clock_beside_atomics(rt, k, n, false, false) * 1e6;
+    const double beside = clock_beside_atomics(rt, k, n, false, true) * 1e6;
+    const double lock_alone = clock_beside_atomics(rt, k, n, true, false) * 1e6;
+    const double lock_beside = clock_beside_atomics(rt, k, n, true, true) * 1e6;
+    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n", k, alone, beside,
+               beside / alone, lock_alone, lock_beside, lock_beside / lock_alone);
   }
 }
 
