@@ -155,6 +155,15 @@ proxy& distributed_finish::find_proxy(const finish_id& id) {
 }
 
 proxy& distributed_finish::find_proxy_in_map(const finish_id& id) {
+  if (id.home == m_here) {
+    // A finish of this place that no longer exists (or never did): a damaged message, which
+    // would otherwise open a proxy that reports to nobody.
+    std::lock_guard guard(m_homes_mutex);
+    if (!m_homes.contains(id.serial)) [[unlikely]]
+      throw transport_error(fmt::format("apgas: place {}: an activity arrived for finish {}:{}, "
+                                        "which this place does not hold (a damaged message?)",
+                                        m_here, id.home, id.serial));
+  }
   std::lock_guard guard(m_proxies_mutex);
   auto [it, inserted] = m_proxies.try_emplace(id, nullptr);
   if (inserted) it->second = new proxy(*this, id);
@@ -339,6 +348,17 @@ void distributed_finish::on_report(place_id from, std::span<const std::byte> bod
   rep.completed = deserialize<std::uint64_t>(r);
   rep.sent = deserialize<std::vector<std::pair<place_id, std::uint64_t>>>(r);
   const auto errors = deserialize<std::vector<std::string>>(r);
+  r.expect_end();
+  const bool known = rep.id.home == m_here && [&] {
+    std::lock_guard guard(m_homes_mutex);
+    return m_homes.contains(rep.id.serial);
+  }();
+  const bool places_exist = std::all_of(rep.sent.begin(), rep.sent.end(),
+                                        [&](const auto& s) { return s.first < m_places; });
+  if (!known || !places_exist) [[unlikely]]
+    throw transport_error(fmt::format(
+        "apgas: place {}: a finish report from place {} names {}", m_here, from,
+        known ? "a place that does not exist" : "no finish homed here (a damaged message?)"));
   apply_report(rep, errors);
 }
 
@@ -397,6 +417,7 @@ void distributed_finish::on_ask(place_id /*from*/, std::span<const std::byte> bo
   flush_arrivals(); // count what arrived before the ask: the report then includes it
   byte_reader r(body);
   const finish_id id = get_finish_id(r);
+  r.expect_end();
   std::unique_lock map_guard(m_proxies_mutex);
   auto it = m_proxies.find(id);
   // No proxy yet: the home was told of activities sent here by another place, and they are
@@ -450,6 +471,7 @@ void distributed_finish::on_cleanup(place_id /*from*/, std::span<const std::byte
   flush_arrivals(); // none can be of this finish (it ended), but m_arrivals_proxy may be it
   byte_reader r(body);
   const finish_id id = get_finish_id(r);
+  r.expect_end();
   proxy* px = nullptr;
   {
     std::lock_guard guard(m_proxies_mutex);
