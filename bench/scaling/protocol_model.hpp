@@ -43,6 +43,7 @@ struct config {
 /// @brief What one place sent, counted as the runtime's counters count it, and what it handled.
 struct place_counts {
   std::uint64_t received = 0;        ///< messages from other places handled (loopback not)
+  std::uint64_t sent = 0;            ///< messages to other places (loopback not)
   std::uint64_t entries_at_root = 0; ///< tree-up entries handed to this place's handlers
   std::uint64_t activities_sent = 0; ///< message_counts::activities_sent (loopback included)
   std::uint64_t at_replies_sent = 0; ///< message_counts::at_replies_sent
@@ -58,6 +59,7 @@ struct place_counts {
 
   place_counts& operator+=(const place_counts& o) noexcept {
     received += o.received;
+    sent += o.sent;
     entries_at_root += o.entries_at_root;
     activities_sent += o.activities_sent;
     at_replies_sent += o.at_replies_sent;
@@ -86,12 +88,17 @@ struct result {
     for (const place_counts& c : places) t += c;
     return t;
   }
-  /// @brief The place that handled the most messages (the lowest such), and how many.
-  std::pair<place_id, std::uint64_t> busiest() const {
+  /// @brief The place with the most of `field` (the lowest such), and how many.
+  template <class Field>
+  std::pair<place_id, std::uint64_t> most(Field field) const {
     std::pair<place_id, std::uint64_t> b{0, 0};
     for (place_id p = 0; p < places.size(); ++p)
-      if (places[p].received > b.second) b = {p, places[p].received};
+      if (field(places[p]) > b.second) b = {p, field(places[p])};
     return b;
+  }
+  /// @brief The place that handled the most messages, and how many.
+  std::pair<place_id, std::uint64_t> busiest() const {
+    return most([](const place_counts& c) { return c.received; });
   }
 };
 
@@ -318,7 +325,10 @@ private:
     sent.emplace_back(to, n);
   }
   place_tree tree(place_id root) const { return place_tree(root, m_cfg.places, m_cfg.arity); }
-  void post(message m) { m_next.push_back(std::move(m)); }
+  void post(message m) {
+    if (m.from != m.to) m_counts[m.from].sent++;
+    m_next.push_back(std::move(m));
+  }
   std::uint32_t store(payload p) {
     m_payloads.push_back(std::move(p));
     return static_cast<std::uint32_t>(m_payloads.size() - 1);

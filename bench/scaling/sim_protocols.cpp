@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -28,12 +29,37 @@ struct workload {
   std::function<result(config)> run;
 };
 
+/// What the tables and the CSV show of a result.
+struct summary {
+  std::uint64_t handled = 0, handled_by = 0; ///< the busiest place's messages handled, and it
+  std::uint64_t sent = 0, sent_by = 0;       ///< the most messages a place sent, and it
+  std::uint64_t messages = 0;                ///< messages in total
+  std::uint64_t end_round = 0, quiet_round = 0;
+  std::uint64_t entries_at_0 = 0; ///< tree-up entries handed to place 0 (the home's handlers)
+  std::uint64_t largest_up = 0;   ///< entries in the largest tree-up message
+  std::uint64_t most_relayed = 0; ///< the most entries a place relayed
+};
+
+summary summarize(const result& r) {
+  using apgas::model::place_counts;
+  summary s;
+  std::tie(s.handled_by, s.handled) = r.busiest();
+  std::tie(s.sent_by, s.sent) = r.most([](const place_counts& c) { return c.sent; });
+  s.messages = r.total().received;
+  s.end_round = r.end_round;
+  s.quiet_round = r.quiet_round;
+  s.entries_at_0 = r.places[0].entries_at_root;
+  s.largest_up = r.largest_up_message;
+  s.most_relayed = r.most([](const place_counts& c) { return c.entries_relayed; }).second;
+  return s;
+}
+
 struct row {
   std::string workload;
   place_id places;
   std::string scheme;
   place_id arity;
-  result r;
+  summary s;
 };
 
 [[noreturn]] void usage(const char* why) {
@@ -105,22 +131,22 @@ int main(int argc, char** argv) {
   std::vector<row> rows;
   for (const workload& w : workloads) {
     fmt::print("\n## {}: {}\n\n", w.name, w.what);
-    fmt::print("| places | scheme | busiest place: messages handled | messages in total | rounds "
-               "to the end | rounds until quiet | largest tree-up message (entries) | entries "
-               "handed to place 0 |\n");
-    fmt::print("|---:|---|---:|---:|---:|---:|---:|---:|\n");
+    fmt::print("| places | scheme | most handled by a place | most sent by a place | messages | "
+               "rounds to the end | rounds until quiet | entries handed to place 0 | largest "
+               "tree-up message (entries) | most entries relayed by a place |\n");
+    fmt::print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (place_id p : places) {
       for (const bool flat : {false, true}) {
         config c;
         c.places = p;
         c.arity = flat ? std::max<place_id>(p, 1) : arity;
-        result r = w.run(c);
-        const auto [busy_place, busy] = r.busiest();
-        const std::string scheme = flat ? "flat" : fmt::format("tree {}", arity);
-        fmt::print("| {} | {} | {} (place {}) | {} | {} | {} | {} | {} |\n", p, scheme, busy,
-                   busy_place, r.total().received, r.end_round, r.quiet_round, r.largest_up_message,
-                   r.places[0].entries_at_root);
-        rows.push_back(row{w.name, p, flat ? "flat" : "tree", c.arity, std::move(r)});
+        row r{w.name, p, flat ? "flat" : "tree", c.arity, summarize(w.run(c))};
+        const summary& s = r.s;
+        fmt::print("| {} | {} | {} (place {}) | {} (place {}) | {} | {} | {} | {} | {} | {} |\n", p,
+                   flat ? std::string("flat") : fmt::format("tree {}", arity), s.handled,
+                   s.handled_by, s.sent, s.sent_by, s.messages, s.end_round, s.quiet_round,
+                   s.entries_at_0, s.largest_up, s.most_relayed);
+        rows.push_back(std::move(r));
       }
     }
   }
@@ -135,13 +161,14 @@ int main(int argc, char** argv) {
                    std::strerror(errno));
       return 1;
     }
-    fmt::print(f, "workload,places,scheme,arity,busiest_place,busiest_messages,total_messages,"
-                  "end_round,quiet_round,largest_up_message,entries_at_place_0\n");
+    fmt::print(f, "workload,places,scheme,arity,most_handled,most_handled_by,most_sent,"
+                  "most_sent_by,messages,end_round,quiet_round,entries_at_place_0,"
+                  "largest_up_message,most_entries_relayed\n");
     for (const row& r : rows) {
-      const auto [busy_place, busy] = r.r.busiest();
-      fmt::print(f, "{},{},{},{},{},{},{},{},{},{},{}\n", r.workload, r.places, r.scheme, r.arity,
-                 busy_place, busy, r.r.total().received, r.r.end_round, r.r.quiet_round,
-                 r.r.largest_up_message, r.r.places[0].entries_at_root);
+      const summary& s = r.s;
+      fmt::print(f, "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.workload, r.places, r.scheme,
+                 r.arity, s.handled, s.handled_by, s.sent, s.sent_by, s.messages, s.end_round,
+                 s.quiet_round, s.entries_at_0, s.largest_up, s.most_relayed);
     }
     std::fclose(f);
   }
