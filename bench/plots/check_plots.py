@@ -5,7 +5,7 @@ plots_from_samples; no benchmark run, no MPI).
     bench/plots/check_plots.py [--keep DIR]
 
 Renders every chart with `plot.py all` into a temporary directory (or DIR with --keep, to look
-at them) and checks that each SVG is well-formed XML, self-contained, drawn (data elements,
+at them), and the scaling chart from the simulator's CSV in docs/plots/data/, and checks that each SVG is well-formed XML, self-contained, drawn (data elements,
 axes, a title) and labelled (the expected legend entries); then that bad input fails the
 documented way: exit status 2 and a one-line message, never a Python traceback.
 Exit status 0 when every check passes, 1 otherwise (each failure listed on stderr).
@@ -19,6 +19,8 @@ import xml.etree.ElementTree as ET
 HERE = os.path.dirname(os.path.abspath(__file__))
 PLOT = os.path.join(HERE, "plot.py")
 SAMPLES = os.path.join(HERE, "samples")
+# The simulated protocols (sim_protocols --csv): deterministic, so the data the docs plot.
+SCALING_CSV = os.path.join(HERE, "..", "..", "docs", "plots", "data", "scaling.csv")
 SVG = "{http://www.w3.org/2000/svg}"
 
 # Per chart: legend texts that must be there and the least number of data elements the samples
@@ -100,6 +102,16 @@ def check_at_latency_without_split(tmp):
             check("transport" not in f.read(), "at_latency_older.svg: a bar for a missing table")
 
 
+def check_scaling(outdir):
+    """The scaling chart: two panels (the busiest place, the rounds), tree and flat lines."""
+    out = os.path.join(outdir, "scaling.svg")
+    r = run_plot("scaling", SCALING_CSV, "-o", out)
+    if check(r.returncode == 0, f"plot.py scaling: exit status {r.returncode}\n{r.stderr}"):
+        # 4 workloads x 2 schemes x 2 panels lines, and the tree's markers.
+        check_svg(out, ["a finish, one activity per place", "for_each_place", "at_each_place",
+                        "a clock phase", "tree of 32 children", "flat (dashed)"], 16)
+
+
 def check_bad_input(tmp):
     """Each bad input: status 2, a message naming the problem, no traceback, no output file."""
     garbage = os.path.join(tmp, "garbage.txt")
@@ -117,7 +129,8 @@ def check_bad_input(tmp):
     cases = [
         ("finish-messages", garbage), ("at-latency", garbage), ("async-throughput", garbage),
         ("apps", garbage), ("apps", not_json), ("apps", wrong_json),
-        ("speedup", not_json), ("speedup", wrong_json),
+        ("speedup", not_json), ("speedup", wrong_json), ("scaling", garbage),
+        ("scaling", not_json),
         ("finish-messages", os.path.join(tmp, "missing.txt")),
         ("at-latency", os.path.join(SAMPLES, "bench_apps.json")),
         ("all", empty_dir),
@@ -148,12 +161,14 @@ def main():
                 path = os.path.join(outdir, name)
                 if check(os.path.isfile(path), f"{name}: not written"):
                     check_svg(path, legend, min_data)
+        check_scaling(outdir)
         check_at_latency_without_split(tmp)
         check_bad_input(tmp)
     for f in failures:
         print(f"check_plots: FAIL: {f}", file=sys.stderr)
     if not failures:
-        print(f"check_plots: OK ({len(EXPECTED)} SVGs from the samples, bad input rejected)")
+        print(f"check_plots: OK ({len(EXPECTED)} SVGs from the samples and the scaling chart, "
+              "bad input rejected)")
     return 1 if failures else 0
 
 
