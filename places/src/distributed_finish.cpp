@@ -418,15 +418,11 @@ void distributed_finish::on_ask(place_id /*from*/, std::span<const std::byte> bo
   byte_reader r(body);
   const finish_id id = get_finish_id(r);
   r.expect_end();
-  std::unique_lock map_guard(m_proxies_mutex);
-  auto it = m_proxies.find(id);
-  // No proxy yet: the home was told of activities sent here by another place, and they are
-  // still on their way. This place's first report then leaves at once (they do not come from
-  // the home): nothing to ask for.
-  if (it == m_proxies.end()) return;
-  proxy& px = *it->second;
-  std::unique_lock guard(px.lock);
-  map_guard.unlock(); // px cannot go away: the home waits for it (pending there)
+  // No proxy yet: the activities the home counted for this place are still on their way (an
+  // ask can overtake them: it comes down the home's tree, they came straight). The proxy opens
+  // now, asked, so that its first report leaves as soon as they have run.
+  proxy& px = find_proxy(id);
+  std::unique_lock guard(px.lock); // px stays: the home waits for it (pending there)
   px.asked = true;
   // A held report leaves now; if the part is busy, its end reports at once (asked).
   if (px.deferred && px.fs.m_count.load(std::memory_order_relaxed) == 0)
