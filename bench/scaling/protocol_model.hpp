@@ -148,13 +148,27 @@ public:
     m_activities.push_back(activity{fi, b, root, n});
     post(std::move(m));
   }
-  /// @brief A gather step's `at` to each child of `here` in the tree rooted at `root`, under
-  /// the home finish `fi` (each awaited by a local strand).
+  /// @brief A gather step at `here` (of the tree rooted at `root`): an `at` of the step to each
+  /// child, all at once, as activities of finish `fi` (the caller's: the gather opens none);
+  /// once every child has replied, `here` replies to its parent (or, at the root, the gather
+  /// returns and the caller's body ends).
   void gather_children(std::uint32_t fi, place_id here, place_id root) {
+    std::uint32_t children = 0;
     tree(root).for_each_child(here, [&](place_id c) {
-      m_finishes[fi].local++;
-      send_activity(fi, here, c, behavior::gather_step, root, false);
+      ++children;
+      send_activity(fi, here, c, behavior::gather_step, root, here != m_finishes[fi].home);
     });
+    m_gather_left[here] = children;
+    if (children == 0) gather_done(fi, here, root);
+  }
+  void gather_done(std::uint32_t fi, place_id here, place_id root) {
+    if (here == root) {
+      mark_end();
+      return end_local(fi);
+    }
+    m_counts[here].at_replies_sent++;
+    post(message{here, tree(root).parent(here), channel::reply, fi});
+    end_strand(fi, here);
   }
   /// @brief A local strand of the home finish `fi` ended (its body, or an `at` awaiting).
   void end_local(std::uint32_t fi) {
@@ -409,7 +423,10 @@ private:
       m_counts[here].at_replies_sent++;
       return post(message{here, m.from, channel::reply, k_none});
     case channel::reply:
-      if (m.index != k_none) return end_local(m.index);
+      if (m.index != k_none) { // a child's gather: the last one completes this place's
+        if (--m_gather_left[here] == 0) gather_done(m.index, here, m_gather_root[here]);
+        return;
+      }
       if (--m_rpcs_outstanding == 0) mark_end();
       return;
     case channel::up:
@@ -461,18 +478,9 @@ private:
         send_activity(a.finish, here, c, behavior::broadcast_step, a.root, true);
       });
       return end_strand(a.finish, here);
-    case behavior::gather_step: {
-      // A finish of its own around an `at` to each child; replies once it completes.
-      const place_id parent = tree(a.root).parent(here);
-      const std::uint32_t parent_finish = a.finish;
-      const std::uint32_t fi = open_finish(here, false, [this, here, parent, parent_finish] {
-        m_counts[here].at_replies_sent++;
-        post(message{here, parent, channel::reply, parent_finish});
-        end_strand(parent_finish, here);
-      });
-      gather_children(fi, here, a.root);
-      return end_local(fi);
-    }
+    case behavior::gather_step:
+      m_gather_root[here] = a.root;
+      return gather_children(a.finish, here, a.root);
     case behavior::clocked:
       return clock_resume(here);
     }
@@ -521,8 +529,8 @@ private:
     multicast(f.home, std::move(places), payload{control::finish_ask, fi});
   }
   void on_ask(place_id here, std::uint32_t fi) {
-    auto it = m_finishes[fi].proxies.find(here);
-    if (it == m_finishes[fi].proxies.end()) return;
+    // An ask that overtakes its activities opens the proxy, asked (distributed_finish.cpp).
+    auto it = m_finishes[fi].proxies.try_emplace(here).first;
     it->second.asked = true;
     if (it->second.deferred && it->second.strands == 0) take_report(fi, here);
   }
@@ -615,6 +623,8 @@ private:
   std::unordered_map<place_id, std::vector<entry>> m_relays; ///< of the place handling now
   std::unique_ptr<clock_model> m_clock;
   std::uint64_t m_rpcs_outstanding = 0;
+  std::unordered_map<place_id, std::uint32_t> m_gather_left; ///< replies a gather awaits
+  std::unordered_map<place_id, place_id> m_gather_root;      ///< the tree each gathers along
 };
 
 // ---- the workloads --------------------------------------------------------------------------
@@ -660,18 +670,18 @@ inline result for_each_place(config c) {
   return s.run();
 }
 
-/// @brief (d) at_each_place of a plain function from place 0: flat, an `at` (a remote
-/// procedure call) per place, place 0's through the loopback; beyond, the tree gather: at each
-/// place, a finish around an `at` of the gather step to each child.
+/// @brief (d) at_each_place of a plain function from place 0, in a finish there: flat, an `at`
+/// (a remote procedure call) per place, place 0's through the loopback; beyond, the tree
+/// gather: at each place an `at` of the gather step to each child, all under that finish (its
+/// reports and cleanups follow the gather's end, which is when at_each_place returns).
 inline result at_each_place(config c) {
   simulation s(c);
   if (place_tree(0, c.places, c.arity).flat()) {
     for (place_id p = 0; p < c.places; ++p) s.send_rpc(0, p);
     return s.run();
   }
-  const std::uint32_t fi = s.open_finish(0, false, [&s] { s.mark_end(); });
-  s.gather_children(fi, 0, 0);
-  s.end_local(fi);
+  const std::uint32_t fi = s.open_finish(0, false, {});
+  s.gather_children(fi, 0, 0); // the root's gather; its end ends the finish's body
   return s.run();
 }
 

@@ -13,6 +13,7 @@
 #include "apgas/exceptions.hpp"
 #include "apgas/place.hpp"
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -46,35 +47,114 @@ struct broadcast_step {
 template <class R>
 using gathered = std::tuple<place_id, std::optional<R>, std::string>;
 
-/// @brief at_into's counterpart for a subtree: the values of child's subtree, into `out`.
+/// @brief co_await: the values of each child's subtree, one `at` of Step per child, all in
+/// flight at once, the caller suspended once until every reply is in. Unlike an `at` per child
+/// under a finish of their own, this opens no finish here: the children's steps run under the
+/// caller's finish, whose reports go up the same tree, so a gather takes two hops per level.
 template <class R, class Step, class... Args>
-task<> gather_into(place_id child, std::vector<gathered<R>>& out, place_id root,
-                   const Args&... args) {
-  out = co_await at(child, Step{}, root, args...);
-}
+class gather_children {
+public:
+  gather_children(std::vector<place_id> children, place_id root, std::tuple<Args...> args)
+      : m_children(std::move(children)), m_root(root), m_args(std::move(args)),
+        m_sinks(m_children.size()), m_parts(m_children.size()) {}
+  gather_children(const gather_children&) = delete;
+  gather_children& operator=(const gather_children&) = delete;
+
+  bool await_ready() const noexcept { return m_children.empty(); }
+  template <class P>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) {
+    require_apgas_caller<P>();
+    active_messages& e = active_messages::current();
+    m_caller = &caller.promise();
+    finish_state& f = *m_caller->m_finish;
+    constexpr auto fn = &make_at_activity<Step, place_id, Args...>;
+    (void)registered_entry<fn, code_kind::at>::value;
+    // Every request is serialized and counted before any leaves: an error then sends nothing.
+    std::vector<std::vector<std::byte>> requests(m_children.size());
+    for (std::size_t i = 0; i < m_children.size(); ++i) {
+      std::vector<std::byte>& bytes = e.start_at(f, fn);
+      byte_writer w(bytes);
+      std::apply([&](const auto&... a) { serialize_all(w, m_root, a...); }, m_args);
+      requests[i] = bytes; // (the thread's message buffer is reused by the next start_at)
+      e.record_send(f, m_children[i]);
+      m_sinks[i] = sink{this, i};
+    }
+    // relaxed: the sends below publish it (each reply comes after its request).
+    m_left.store(m_children.size(), std::memory_order_relaxed);
+    const std::coroutine_handle<> next = t_worker->suspend_for_external();
+    for (std::size_t i = 0; i < m_children.size(); ++i)
+      e.finish_at(m_children[i], requests[i], &m_sinks[i]); // after the last, `this` may run
+    return next;
+  }
+  /// The values of every child's subtree; a child whose `at` failed (it could not even run its
+  /// step) is one entry with its error.
+  std::vector<gathered<R>> await_resume() {
+    std::vector<gathered<R>> all;
+    for (std::size_t i = 0; i < m_parts.size(); ++i) {
+      if (!m_parts[i].error.empty())
+        all.emplace_back(m_children[i], std::nullopt, m_parts[i].error);
+      for (auto& g : m_parts[i].values) all.push_back(std::move(g));
+    }
+    return all;
+  }
+
+private:
+  struct part {
+    std::vector<gathered<R>> values;
+    std::string error;
+  };
+  struct sink final : reply_sink {
+    gather_children* owner = nullptr;
+    std::size_t index = 0;
+    sink() = default;
+    sink(gather_children* o, std::size_t i) : owner(o), index(i) {}
+    void on_reply(bool ok, std::span<const std::byte> payload) override {
+      owner->on_reply_of(index, ok, payload);
+    }
+  };
+  void on_reply_of(std::size_t i, bool ok, std::span<const std::byte> payload) {
+    part& p = m_parts[i];
+    if (!ok) {
+      p.error.assign(reinterpret_cast<const char*>(payload.data()), payload.size());
+    } else {
+      try {
+        byte_reader r(payload);
+        p.values = deserialize<std::vector<gathered<R>>>(r);
+      } catch (...) {
+        p.error = describe_current_exception();
+      }
+    }
+    // acq_rel: the last reply sees the others' parts, and the resumed caller the last one's.
+    if (m_left.fetch_sub(1, std::memory_order_acq_rel) == 1)
+      active_messages::current().resume(*m_caller);
+  }
+
+  std::vector<place_id> m_children;
+  place_id m_root;
+  std::tuple<Args...> m_args;
+  std::vector<sink> m_sinks;
+  std::vector<part> m_parts;
+  std::atomic<std::size_t> m_left{0};
+  promise_base* m_caller = nullptr;
+};
 
 /// @brief at_each_place at one place of a tree: the values of its subtree, its own first.
 /// Never throws for a place's failure: the error travels as text, with the place.
 template <class R, class F, class... Args>
 struct gather_step {
   task<std::vector<gathered<R>>> operator()(place_id root, Args... args) const {
-    const std::vector<place_id> children = tree_children(root);
-    std::vector<std::vector<gathered<R>>> parts(children.size());
     std::vector<gathered<R>> all(1);
     std::get<0>(all[0]) = here();
-    co_await finish([&]() -> task<> {
-      for (std::size_t i = 0; i < children.size(); ++i)
-        co_await async(gather_into<R, gather_step>(children[i], parts[i], root, args...));
-      try {
-        if constexpr (is_task_v<std::invoke_result_t<F&, Args&...>>)
-          std::get<1>(all[0]).emplace(co_await F{}(args...));
-        else std::get<1>(all[0]).emplace(F{}(args...));
-      } catch (...) {
-        std::get<2>(all[0]) = describe_current_exception();
-      }
-    });
-    for (auto& part : parts)
-      for (auto& g : part) all.push_back(std::move(g));
+    try {
+      if constexpr (is_task_v<std::invoke_result_t<F&, Args&...>>)
+        std::get<1>(all[0]).emplace(co_await F{}(args...));
+      else std::get<1>(all[0]).emplace(F{}(args...));
+    } catch (...) {
+      std::get<2>(all[0]) = describe_current_exception();
+    }
+    for (auto& g : co_await gather_children<R, gather_step, Args...>(tree_children(root), root,
+                                                                     std::tuple(args...)))
+      all.push_back(std::move(g));
     co_return all;
   }
 };
