@@ -59,9 +59,7 @@ place_engine::place_engine(scheduler& sched, std::unique_ptr<transport> net)
       m_loopback_only(m_net->loopback_only()), m_awaited(sched) {
   m_net->set_handler(
       [this](place_id from, std::span<const std::byte> bytes) { on_message(from, bytes); });
-  m_net->set_batch_end_handler([this] {
-    for (const hook& h : m_after_delivery) h.fn(h.module);
-  });
+  m_net->set_batch_end_handler([this] { end_delivery(); });
   // A place that only hears itself needs no timed polls while nothing is buffered: its
   // workers sleep until a send wakes one (see needs_polls_when_idle).
   if (m_loopback_only) m_net->set_send_hook([this] { m_sched.wake_for_network(); });
@@ -118,9 +116,16 @@ void place_engine::on_message(place_id from, std::span<const std::byte> bytes) {
   h.fn(h.module, from, bytes.subspan(1));
 }
 
+message_kind place_engine::kind_named(std::string_view name) const noexcept {
+  for (std::size_t i = 0; i < m_handler_names.size(); ++i)
+    if (m_handler_names[i] == name) return static_cast<message_kind>(i + 1);
+  return 0;
+}
+
 void place_engine::handle(place_id from, message_kind kind, std::span<const std::byte> body) {
   const handler_entry& h = m_handlers[kind];
-  if (h.fn == nullptr) [[unlikely]] throw_unknown_kind(m_here, from, body.size() + 1, kind);
+  if (h.fn == nullptr) [[unlikely]]
+    throw_unknown_kind(m_here, from, body.size() + 1, kind);
   h.fn(h.module, from, body);
 }
 

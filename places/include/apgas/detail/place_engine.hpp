@@ -15,6 +15,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -119,10 +120,19 @@ public:
   /// @brief The modules' statistics (see reports_stats_with), one section each.
   std::string describe_stats() const;
 
+  /// @brief The kind registered under `name` (see add_handler), or 0 if none (for tests and
+  /// diagnostics).
+  message_kind kind_named(std::string_view name) const noexcept;
   /// @brief Hands `body` to the handler registered for `kind`, as a message from `from` (for
   /// modules that route other modules' messages, such as tree_messaging). Handler context.
   /// @throws transport_error if no module registered `kind`.
   void handle(place_id from, message_kind kind, std::span<const std::byte> body);
+
+  /// @brief Runs the after-delivery hooks, as the end of a poll's deliveries does (for tests
+  /// that hand messages to handle() themselves). Handler context.
+  void end_delivery() noexcept {
+    for (const hook& h : m_after_delivery) h.fn(h.module);
+  }
 
   // ---- hints for idle workers ----
   /// @brief A message this place waits for (an `at` reply, a finish's reports) is on its way:
