@@ -463,7 +463,7 @@ void distributed_finish::send_cleanups(const home_link& link) noexcept {
   }
 }
 
-void distributed_finish::on_cleanup(place_id /*from*/, std::span<const std::byte> body) {
+void distributed_finish::on_cleanup(place_id from, std::span<const std::byte> body) {
   flush_arrivals(); // none can be of this finish (it ended), but m_arrivals_proxy may be it
   byte_reader r(body);
   const finish_id id = get_finish_id(r);
@@ -474,12 +474,19 @@ void distributed_finish::on_cleanup(place_id /*from*/, std::span<const std::byte
     auto it = m_proxies.find(id);
     if (it == m_proxies.end()) return; // nothing ever arrived here
     px = it->second;
+    // Every report of px was taken (the home finished), and whoever took the last one no
+    // longer touches it; the lock is free unless a scan for due reports looks at it: this
+    // waits for that. A cleanup while activities of the finish still run here, or a report is
+    // still owed, cannot come from its home: a damaged message, refused, the proxy kept.
+    std::lock_guard quiet(px->lock);
+    if (px->fs.m_count.load(std::memory_order_relaxed) != 0 || px->deferred) [[unlikely]]
+      throw transport_error(fmt::format("apgas: place {}: a cleanup from place {} for finish "
+                                        "{}:{}, whose activities still run here (a damaged "
+                                        "message?)",
+                                        m_here, from, id.home, id.serial));
     m_proxies.erase(it);
   }
   if (m_last_arrival == px) m_last_arrival = nullptr; // handler context, like find_proxy
-  // Every report of px was taken (the home finished), and whoever took the last one no longer
-  // touches it; the lock is free unless a scan for due reports looks at it: wait for that.
-  { std::lock_guard wait_for_scan(px->lock); }
   delete px;
 }
 

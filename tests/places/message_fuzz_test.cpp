@@ -20,6 +20,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -70,6 +71,12 @@ struct fuzzed_place {
     active_messages::set_current(modules.messages);
   }
   ~fuzzed_place() {
+    // The activities that damaged-but-valid messages started run to their end first (a
+    // scheduler that stops leaves queued items behind).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while ((sched.work_visible() || sched.parked_workers() != 1) &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::yield();
     active_messages::set_current(nullptr);
     engine.reset();
   }
