@@ -60,7 +60,9 @@ TEST(places, finish_counts_every_remote_async) {
   const long total = g_rt->run([]() -> task<long> {
     co_await finish([]() -> task<> {
       for (place_id p = 0; p < apgas::places(); ++p)
-        for (int i = 0; i < 100; ++i) co_await async_at(p, [](int k) { g_counter += k; }, 1);
+        for (int i = 0; i < 100; ++i)
+          co_await async_at(
+              p, [](int k) { g_counter += k; }, 1);
     });
     co_return co_await collect_counters();
   });
@@ -84,14 +86,20 @@ TEST(places, plain_asyncs_with_bitwise_and_other_arguments_arrive_intact) {
       for (place_id p = 0; p < apgas::places(); ++p)
         for (int i = 0; i < 50; ++i) {
           const mixed_fields m{'x', 0.5 * i, static_cast<std::int16_t>(-i)};
-          co_await async_at(p, [](char c, mixed_fields f, std::uint64_t big, int k) {
-            if (c == 'c' && f.tag == 'x' && f.weight == 0.5 * k && f.small == -k &&
-                big == 0x0102030405060708ULL + static_cast<std::uint64_t>(k))
-              g_counter += 1;
-          }, 'c', m, std::uint64_t{0x0102030405060708ULL} + static_cast<std::uint64_t>(i), i);
-          co_await async_at(p, [](std::string text, int k) {
-            if (text == "value " + std::to_string(k)) g_counter += 1;
-          }, "value " + std::to_string(i), i);
+          co_await async_at(
+              p,
+              [](char c, mixed_fields f, std::uint64_t big, int k) {
+                if (c == 'c' && f.tag == 'x' && f.weight == 0.5 * k && f.small == -k &&
+                    big == 0x0102030405060708ULL + static_cast<std::uint64_t>(k))
+                  g_counter += 1;
+              },
+              'c', m, std::uint64_t{0x0102030405060708ULL} + static_cast<std::uint64_t>(i), i);
+          co_await async_at(
+              p,
+              [](std::string text, int k) {
+                if (text == "value " + std::to_string(k)) g_counter += 1;
+              },
+              "value " + std::to_string(i), i);
         }
     });
     co_return co_await collect_counters();
@@ -116,22 +124,36 @@ TEST(places, streams_of_plain_asyncs_travel_merged_and_arrive_split_right) {
     co_await finish([to]() -> task<> {
       for (int round = 0; round < 30; ++round) {
         for (std::uint64_t i = 0; i < 100; ++i)
-          co_await async_at(to, [](std::uint64_t v, int r) {
-            if (v == 1000 * static_cast<std::uint64_t>(r) + 7) g_counter += 1;
-          }, 1000 * static_cast<std::uint64_t>(round) + 7, round);
+          co_await async_at(
+              to,
+              [](std::uint64_t v, int r) {
+                if (v == 1000 * static_cast<std::uint64_t>(r) + 7) g_counter += 1;
+              },
+              1000 * static_cast<std::uint64_t>(round) + 7, round);
         for (int i = 0; i < 50; ++i)
-          co_await async_at(to, [](odd_sized o) {
-            if (o.a == static_cast<std::uint8_t>(o.b % 251)) g_counter += 1;
-          }, odd_sized{static_cast<std::uint8_t>((round * 50 + i) % 251),
-                       static_cast<std::uint16_t>(round * 50 + i)});
+          co_await async_at(
+              to,
+              [](odd_sized o) {
+                if (o.a == static_cast<std::uint8_t>(o.b % 251)) g_counter += 1;
+              },
+              odd_sized{static_cast<std::uint8_t>((round * 50 + i) % 251),
+                        static_cast<std::uint16_t>(round * 50 + i)});
         if (round % 3 == 0)
-          co_await async_at(to, [](std::string s, int r) {
-            if (s == "round " + std::to_string(r)) g_counter += 1;
-          }, "round " + std::to_string(round), round);
+          co_await async_at(
+              to,
+              [](std::string s, int r) {
+                if (s == "round " + std::to_string(r)) g_counter += 1;
+              },
+              "round " + std::to_string(round), round);
         if (round % 5 == 0)
           co_await finish([to]() -> task<> {
             for (int i = 0; i < 20; ++i)
-              co_await async_at(to, [](std::uint64_t v) { if (v == 3) g_counter += 1; }, std::uint64_t{3});
+              co_await async_at(
+                  to,
+                  [](std::uint64_t v) {
+                    if (v == 3) g_counter += 1;
+                  },
+                  std::uint64_t{3});
           });
       }
     });
@@ -154,10 +176,13 @@ TEST(places, a_delivery_of_more_plain_asyncs_than_a_block_holds_is_counted_whole
       const place_id here = apgas::here();
       const place_id next = (here + 1) % apgas::places();
       for (std::uint64_t i = 1; i <= k_asyncs; ++i)
-        co_await async_at(i % 2 == 0 ? here : next, [](std::uint64_t v) {
-          g_counter += 1;
-          g_sum += v;
-        }, i);
+        co_await async_at(
+            i % 2 == 0 ? here : next,
+            [](std::uint64_t v) {
+              g_counter += 1;
+              g_sum += v;
+            },
+            i);
     });
     std::uint64_t sum = 0;
     for (place_id p = 0; p < apgas::places(); ++p)
@@ -196,12 +221,14 @@ TEST(places, nested_remote_finishes_complete_inside_out) {
           co_await finish([origin]() -> task<> {
             for (place_id q = 0; q < apgas::places(); ++q)
               for (int i = 0; i < 10; ++i)
-                co_await async_at(q, [](place_id o) { g_by_origin[o] += 1; }, origin);
+                co_await async_at(
+                    q, [](place_id o) { g_by_origin[o] += 1; }, origin);
           });
           // The inner finish ended: every one of its asyncs has run, at every place.
           long seen = 0;
           for (place_id q = 0; q < apgas::places(); ++q)
-            seen += co_await at(q, [](place_id o) { return g_by_origin[o].exchange(0); }, origin);
+            seen += co_await at(
+                q, [](place_id o) { return g_by_origin[o].exchange(0); }, origin);
           if (seen == 10L * apgas::places()) g_counter += 1;
         });
       }
@@ -216,10 +243,13 @@ TEST(places, at_returns_values_and_rethrows_remote_exceptions) {
     const place_id last = apgas::places() - 1;
     // (Built before the co_await: GCC 12 cannot keep an initializer_list across one.)
     const std::vector<int> input{1, 2, 3};
-    std::vector<int> v = co_await at(last, [](std::vector<int> in) {
-      for (int& x : in) x *= 2;
-      return in;
-    }, input);
+    std::vector<int> v = co_await at(
+        last,
+        [](std::vector<int> in) {
+          for (int& x : in) x *= 2;
+          return in;
+        },
+        input);
     if (v != std::vector<int>{2, 4, 6}) co_return "wrong vector";
     try {
       co_await at(last, []() -> int { throw std::invalid_argument("bad input at the far end"); });
@@ -246,9 +276,12 @@ TEST(places, an_at_moves_big_arguments_and_values_intact_both_ways) {
           std::vector<std::uint64_t> sent(bytes / 8);
           for (std::size_t i = 0; i < sent.size(); ++i) sent[i] = i * 31 + bytes + p + round;
           co_await finish([&]() -> task<> {
-            if (round == 1) co_await async_at(p, [](int k) { g_counter += k; }, 1);
+            if (round == 1)
+              co_await async_at(
+                  p, [](int k) { g_counter += k; }, 1);
             const std::vector<std::uint64_t> back = co_await at(
-                p, [](std::vector<std::uint64_t> v) {
+                p,
+                [](std::vector<std::uint64_t> v) {
                   for (std::uint64_t& x : v) x = ~x;
                   return v;
                 },
@@ -276,7 +309,7 @@ struct refuses_to_travel {
   void serialize(A& a) {
     if constexpr (std::is_same_v<A, apgas::output_archive>)
       throw std::runtime_error("refuses to travel");
-    a & value;
+    a& value;
   }
 };
 
@@ -287,15 +320,18 @@ TEST(places, an_argument_that_fails_to_serialize_throws_at_the_caller_and_sends_
     // The finish must still complete: the failed async_at was never counted as sent.
     co_await finish([&seen, last]() -> task<> {
       try {
-        co_await async_at(last, [](refuses_to_travel) {}, refuses_to_travel{});
+        co_await async_at(
+            last, [](refuses_to_travel) {}, refuses_to_travel{});
         seen += "async_at sent;";
       } catch (const std::runtime_error& e) {
         seen += std::string("async_at: ") + e.what() + ";";
       }
-      co_await async_at(last, [](int k) { g_counter += k; }, 1);
+      co_await async_at(
+          last, [](int k) { g_counter += k; }, 1);
     });
     try {
-      co_await at(last, [](refuses_to_travel r) { return r.value; }, refuses_to_travel{});
+      co_await at(
+          last, [](refuses_to_travel r) { return r.value; }, refuses_to_travel{});
       seen += "at sent;";
     } catch (const std::runtime_error& e) {
       seen += std::string("at: ") + e.what() + ";";
@@ -326,7 +362,7 @@ struct unreadable_if_negative {
   int value = 0;
   template <class A>
   void serialize(A& a) {
-    a & value;
+    a& value;
     if constexpr (std::is_same_v<A, apgas::input_archive>)
       if (value < 0) throw std::runtime_error("unreadable");
   }
@@ -343,10 +379,13 @@ TEST(places, plain_remote_asyncs_that_arrive_together_fail_one_by_one) {
       co_await finish([]() -> task<> {
         for (place_id p = 0; p < apgas::places(); ++p)
           for (int i = 0; i < k_per_place; ++i)
-            co_await async_at(p, [](int k) {
-              if (k % 10 == 0) throw std::runtime_error("every tenth fails");
-              g_counter += 1;
-            }, i);
+            co_await async_at(
+                p,
+                [](int k) {
+                  if (k % 10 == 0) throw std::runtime_error("every tenth fails");
+                  g_counter += 1;
+                },
+                i);
       });
     } catch (const apgas::multiple_exceptions& e) {
       failures = e.exceptions().size();
@@ -366,12 +405,15 @@ TEST(places, an_argument_that_cannot_be_read_at_the_destination_fails_that_activ
       co_await finish([]() -> task<> {
         for (place_id p = 0; p < apgas::places(); ++p)
           for (int i = -2; i < 3; ++i) {
-            co_await async_at(p, [](unreadable_if_negative) { g_counter += 1; },
-                              unreadable_if_negative{i});
-            co_await async_at(p, [](unreadable_if_negative) -> task<> {
-              g_counter += 1;
-              co_return;
-            }, unreadable_if_negative{i});
+            co_await async_at(
+                p, [](unreadable_if_negative) { g_counter += 1; }, unreadable_if_negative{i});
+            co_await async_at(
+                p,
+                [](unreadable_if_negative) -> task<> {
+                  g_counter += 1;
+                  co_return;
+                },
+                unreadable_if_negative{i});
           }
       });
     } catch (const apgas::multiple_exceptions& e) {
@@ -440,7 +482,7 @@ TEST(places, many_small_remote_asyncs_are_coalesced) {
 task<std::uint64_t> reports_everywhere() {
   std::uint64_t sum = 0;
   for (place_id p = 0; p < apgas::places(); ++p)
-    sum += co_await at(p, [] { return g_rt->reports_sent(); });
+    sum += co_await at(p, [] { return apgas::local_message_counts().finish_reports_sent; });
   co_return sum;
 }
 
@@ -452,7 +494,9 @@ TEST(places, an_at_of_a_plain_function_sends_no_finish_control_message) {
     const std::uint64_t before = co_await reports_everywhere();
     int total = 0;
     co_await finish([&total]() -> task<> {
-      for (int i = 0; i < 100; ++i) total += co_await at(1, [](int k) { return k; }, 1);
+      for (int i = 0; i < 100; ++i)
+        total += co_await at(
+            1, [](int k) { return k; }, 1);
     });
     co_return std::pair{total, co_await reports_everywhere() - before};
   });
@@ -548,7 +592,7 @@ struct quiet_outcome {
   std::uint64_t asks = 0;    ///< sent by place 0 for the finish
   template <class A>
   void serialize(A& a) {
-    a & sum & slow & reports & asks;
+    a& sum& slow& reports& asks;
   }
 };
 
@@ -567,7 +611,9 @@ TEST(places, a_proxy_that_goes_quiet_again_and_again_reports_twice) {
     // Place 1's report count, read at place 1 just before and just after the finish: place 1's
     // main thread may enter this run only after the finish (it serves messages meanwhile), so
     // counts read there around run() could miss its reports.
-    constexpr auto reports_at_1 = []() { return g_rt->reports_sent(); };
+    constexpr auto reports_at_1 = []() {
+      return apgas::local_message_counts().finish_reports_sent;
+    };
     // A coroutine body: an activity of the finish at place 1 (a plain function would be a
     // remote procedure call, no activity of any finish, and place 1 would report nothing).
     constexpr auto echo = [](int k) -> task<int> { co_return k; };
@@ -589,7 +635,8 @@ TEST(places, a_proxy_that_goes_quiet_again_and_again_reports_twice) {
   EXPECT_EQ(out.sum, k_rounds);
   EXPECT_GE(out.reports, 1U);
   EXPECT_LE(out.asks, 1U);
-  EXPECT_LE(out.reports, static_cast<std::uint64_t>(out.slow) + 2) << out.slow << " slow round trips";
+  EXPECT_LE(out.reports, static_cast<std::uint64_t>(out.slow) + 2)
+      << out.slow << " slow round trips";
   if (out.slow == 0) {
     EXPECT_EQ(out.reports, 2U);
     EXPECT_EQ(out.asks, 1U);
@@ -604,7 +651,7 @@ struct stream_outcome {
   long ran = 0;              ///< asyncs run
   template <class A>
   void serialize(A& a) {
-    a & reports & expired & asks & ran;
+    a& reports& expired& asks& ran;
   }
 };
 
@@ -622,7 +669,9 @@ TEST(places, a_stream_from_the_home_costs_one_ask_and_at_most_two_reports_per_pl
       std::pair<std::uint64_t, std::uint64_t> sum;
       for (place_id p = 1; p < apgas::places(); ++p) {
         const auto [reports, expired] = co_await at(p, [] {
-          return std::pair{g_rt->reports_sent(), g_rt->holds_expired()};
+          // (not g_rt: a place's main may not have set it yet when this arrives)
+          const apgas::message_counts c = apgas::local_message_counts();
+          return std::pair{c.finish_reports_sent, c.finish_holds_expired};
         });
         sum.first += reports;
         sum.second += expired;
@@ -642,7 +691,7 @@ TEST(places, a_stream_from_the_home_costs_one_ask_and_at_most_two_reports_per_pl
   });
   EXPECT_EQ(out.ran, k_asyncs);
   EXPECT_EQ(out.expired, 0U) << "held reports left unasked after --report-delay-us "
-                            << g_rt->opts().report_delay_us << " us";
+                             << g_rt->opts().report_delay_us << " us";
   EXPECT_EQ(out.asks, others);
   EXPECT_GE(out.reports, others);
   EXPECT_LE(out.reports, 2U * others);
@@ -675,8 +724,8 @@ task<> tree_node(std::uint64_t seed, int depth) {
       const std::uint64_t child = mix(seed + 1 + i);
       if (((r >> (16 + i)) & 1) != 0) {
         const auto p = static_cast<place_id>((r >> 24) % apgas::places());
-        co_await async_at(p, [](std::uint64_t s, int d) { return tree_node(s, d); }, child,
-                          depth - 1);
+        co_await async_at(
+            p, [](std::uint64_t s, int d) { return tree_node(s, d); }, child, depth - 1);
       } else {
         co_await apgas::async(tree_node(child, depth - 1));
       }
@@ -708,8 +757,7 @@ TEST(places, run_waits_for_remote_work_escaping_the_root) {
   EXPECT_EQ(total, 1000);
   // Escaping the root itself: run() returns only when they are done.
   g_rt->run([]() -> task<> {
-    for (place_id p = 0; p < apgas::places(); ++p)
-      co_await async_at(p, [] { g_counter += 1; });
+    for (place_id p = 0; p < apgas::places(); ++p) co_await async_at(p, [] { g_counter += 1; });
   });
   EXPECT_EQ(g_rt->run(collect_counters()), static_cast<long>(g_rt->places()));
 }
@@ -719,11 +767,13 @@ TEST(places, global_refs_and_place_local_handles_cross_places) {
     auto handle = co_await apgas::place_local<long>::make([](place_id p) { return 100L + p; });
     long total = 0;
     for (place_id p = 0; p < apgas::places(); ++p)
-      total += co_await at(p, [](apgas::place_local<long> h) { return h.get(); }, handle);
+      total += co_await at(
+          p, [](apgas::place_local<long> h) { return h.get(); }, handle);
     long home_value = 7;
     apgas::global_ref<long> ref(home_value);
     const place_id last = apgas::places() - 1;
-    const place_id home = co_await at(last, [](apgas::global_ref<long> r) { return r.home(); }, ref);
+    const place_id home = co_await at(
+        last, [](apgas::global_ref<long> r) { return r.home(); }, ref);
     co_await handle.destroy();
     co_return total + (home == 0 ? 0 : 1000000) + *ref;
   });
@@ -768,9 +818,11 @@ TEST(places, for_each_place_runs_f_once_everywhere_with_an_spmd_finish) {
   const bool flat = g_rt->places() <= g_rt->opts().tree_arity + 1;
   const auto cleanups_before = g_rt->cleanups_sent();
   const long total = g_rt->run([]() -> task<long> {
-    co_await apgas::for_each_place([](int k) -> task<> {
-      for (int i = 0; i < k; ++i) co_await apgas::async([] { g_counter += 1; });
-    }, 3);
+    co_await apgas::for_each_place(
+        [](int k) -> task<> {
+          for (int i = 0; i < k; ++i) co_await apgas::async([] { g_counter += 1; });
+        },
+        3);
     co_await apgas::for_each_place([] { g_counter += 100; }); // a plain function too
     // From another place: its SPMD finish lives there.
     co_await at(apgas::places() - 1, []() -> task<int> {
@@ -792,7 +844,8 @@ TEST(places, for_each_place_runs_f_once_everywhere_with_an_spmd_finish) {
       seen = "no exception;";
     } catch (const apgas::multiple_exceptions& e) {
       seen = std::string(e.what()).find("boom at the last") != std::string::npos
-                 ? "caught;" : "wrong exception: " + std::string(e.what()) + ";";
+                 ? "caught;"
+                 : "wrong exception: " + std::string(e.what()) + ";";
     }
     try {
       co_await apgas::for_each_place([]() -> task<> { // hops further: not SPMD any more
@@ -803,7 +856,10 @@ TEST(places, for_each_place_runs_f_once_everywhere_with_an_spmd_finish) {
       seen += std::string(e.what()).find("spmd") != std::string::npos ? " refused" : e.what();
     }
     try { // the same with an argument: the inline send path of a proxy (and of the home)
-      co_await apgas::for_each_place([]() -> task<> { co_await async_at(0, [](int) {}, 7); });
+      co_await apgas::for_each_place([]() -> task<> {
+        co_await async_at(
+            0, [](int) {}, 7);
+      });
       seen += " broken promise with an argument accepted";
     } catch (const apgas::multiple_exceptions& e) {
       seen += std::string(e.what()).find("spmd") != std::string::npos ? " refused" : e.what();
