@@ -41,17 +41,22 @@ struct sync_times {
 };
 
 /// @brief Calls `run(clocked)`, which returns the seconds a run took, for the modes `mode`
-/// selects, `repeat` times each (alternating clock and finish runs, so that a change of load
-/// on the machine affects both alike), and keeps the best time of each.
+/// selects, `repeat` times each, and keeps the best time of each. Clock and finish runs
+/// alternate, the first of a pair being clock, then finish, then clock..., so that neither
+/// always pays for the first run of the process or meets the same change of load.
 template <class Run>
 sync_times time_modes(sync_mode mode, int repeat, Run&& run) {
   sync_times t;
-  const auto keep = [](std::optional<double>& best, double s) {
+  const auto one = [&](bool clocked) {
+    std::optional<double>& best = clocked ? t.clock : t.finish;
+    const double s = run(clocked);
     best = best ? std::min(*best, s) : s;
   };
   for (int i = 0; i < repeat; ++i) {
-    if (mode != sync_mode::finish) keep(t.clock, run(true));
-    if (mode != sync_mode::clock) keep(t.finish, run(false));
+    const bool clock_first = i % 2 == 0;
+    if (mode != sync_mode::finish && clock_first) one(true);
+    if (mode != sync_mode::clock) one(false);
+    if (mode != sync_mode::finish && !clock_first) one(true);
   }
   return t;
 }
