@@ -244,6 +244,9 @@ struct block {
   std::uint64_t first = 0;
   std::uint64_t count = 0;
   std::uint32_t chunks = 0;
+  bool alone = false;  ///< one place: the ring closes inside the block
+  place_id before = 0; ///< the place of the node before the first (the ring wraps round)
+  place_id after = 0;  ///< the place of the node after the last
   std::vector<node> nodes;
   std::array<std::vector<std::array<message, 2>>, 2> inbox;
   std::vector<summary> chunk_summary; ///< --sync finish: each chunk's summary of the round
@@ -267,6 +270,9 @@ struct setup_block {
     b.first = first_node(prm, p);
     b.count = first_node(prm, p + 1) - b.first;
     b.chunks = static_cast<std::uint32_t>(std::min<std::uint64_t>(prm.activities, b.count));
+    b.alone = apgas::places() == 1;
+    b.before = (p + apgas::places() - 1) % apgas::places();
+    b.after = (p + 1) % apgas::places();
     b.chunk_summary.assign(b.chunks, summary{});
     b.nodes.assign(b.count, node{});
     for (std::uint64_t i = 0; i < b.count; ++i) b.nodes[i].id = node_id(prm.seed, b.first + i);
@@ -310,15 +316,14 @@ void run_node(block& b, std::uint64_t i, std::uint64_t t, summary& s, remote_out
   const step_out o = step(b.nodes[i], in[0], in[1], t, b.prm.alg);
   in = {};
   s.add(o, b.nodes[i].id);
-  const bool alone = apgas::places() == 1; // the ring closes inside this place
   if (o.to_right.what != kind::none) {
     if (i + 1 < b.count) next[i + 1][0] = o.to_right;
-    else if (alone) next[0][0] = o.to_right;
+    else if (b.alone) next[0][0] = o.to_right;
     else remote.to_right = o.to_right;
   }
   if (o.to_left.what != kind::none) {
     if (i > 0) next[i - 1][1] = o.to_left;
-    else if (alone) next[b.count - 1][1] = o.to_left;
+    else if (b.alone) next[b.count - 1][1] = o.to_left;
     else remote.to_left = o.to_left;
   }
 }
@@ -328,7 +333,7 @@ void run_node(block& b, std::uint64_t i, std::uint64_t t, summary& s, remote_out
 /// left to run.
 void run_ends(block& b, std::uint64_t t, std::uint64_t& lo, std::uint64_t& hi, summary& s,
               remote_out& remote) {
-  if (apgas::places() == 1) return;
+  if (b.alone) return;
   if (lo == 0 && hi > lo) run_node(b, lo++, t, s, remote);
   if (hi == b.count && hi > lo) run_node(b, --hi, t, s, remote);
 }
@@ -337,9 +342,6 @@ void run_nodes(block& b, std::uint64_t t, std::uint64_t lo, std::uint64_t hi, su
   remote_out none; // nodes away from the block's ends have their neighbours here
   for (std::uint64_t i = lo; i < hi; ++i) run_node(b, i, t, s, none);
 }
-
-place_id place_before() { return (apgas::here() + apgas::places() - 1) % apgas::places(); }
-place_id place_after() { return (apgas::here() + 1) % apgas::places(); }
 
 // ---- with a clock ------------------------------------------------------------------------------
 
@@ -358,10 +360,10 @@ task<> chunk_rounds(apgas::clock c, block_handle h, std::uint32_t a) {
     // A message to the place before travels left: it reaches that place's last node from its
     // right (from_left false); one to the place after reaches its first node from the left.
     if (remote.to_left.what != kind::none)
-      co_await apgas::async_at(place_before(), apgas::clocked(c), deliver_clocked{}, h, parity,
-                               false, remote.to_left);
+      co_await apgas::async_at(b.before, apgas::clocked(c), deliver_clocked{}, h, parity, false,
+                               remote.to_left);
     if (remote.to_right.what != kind::none)
-      co_await apgas::async_at(place_after(), apgas::clocked(c), deliver_clocked{}, h, parity, true,
+      co_await apgas::async_at(b.after, apgas::clocked(c), deliver_clocked{}, h, parity, true,
                                remote.to_right);
     run_nodes(b, t, lo, hi, s);
     const summary all = co_await c.advance(combine_summaries{}, s);
@@ -415,9 +417,9 @@ struct place_round {
     run_ends(b, t, lo, hi, s, remote);
     const auto parity = static_cast<std::uint8_t>((t + 1) % 2);
     if (remote.to_left.what != kind::none)
-      co_await apgas::async_at(place_before(), deliver{}, h, parity, false, remote.to_left);
+      co_await apgas::async_at(b.before, deliver{}, h, parity, false, remote.to_left);
     if (remote.to_right.what != kind::none)
-      co_await apgas::async_at(place_after(), deliver{}, h, parity, true, remote.to_right);
+      co_await apgas::async_at(b.after, deliver{}, h, parity, true, remote.to_right);
     co_await apgas::finish([&]() -> task<> {
       for (std::uint32_t a = 0; a < b.chunks; ++a) {
         const auto [c_lo, c_hi] = b.chunk(a);
