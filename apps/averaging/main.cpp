@@ -46,9 +46,9 @@ struct params {
 };
 
 /// Value of point i before the first phase: 0, but the right end (n + 1), fixed at 1. The
-/// largest change of a phase then shrinks as the square root of the phases, whatever n (as
-/// long as the front has not crossed the N points): epsilon sets the number of phases, N the
-/// work per phase.
+/// largest change of a phase then shrinks as one over the number of phases (about 0.48 /
+/// epsilon phases), whatever n as long as the front has not crossed the N points: epsilon sets
+/// the number of phases, N the work of each.
 double initial_value(std::uint64_t i, std::uint64_t n) { return i == n + 1 ? 1.0 : 0.0; }
 
 /// Point i's new value from `old`; returns how much it changed. The sequential loop and both
