@@ -32,7 +32,7 @@ using apgas::place_id;
 using apgas::task;
 
 constexpr std::uint64_t k_default_n = 256;
-constexpr double k_default_epsilon = 1e-3; // about 1,000 phases
+constexpr double k_default_epsilon = 1e-3; // about 250 phases at the default size
 constexpr std::uint64_t k_default_max_iterations = 1'000'000;
 constexpr std::uint32_t k_default_activities = 8;
 constexpr double k_tolerance = 1e-12; // the values are computed by the same expressions
