@@ -25,6 +25,16 @@ std::string number_text(double v) {
   return fmt::format("{}", v);
 }
 
+std::size_t choice_index(std::string_view what, std::string_view text,
+                         const std::vector<std::string>& names) {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == text) return i;
+  std::string expected;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    expected += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  throw apgas::usage_error(fmt::format("{}: expected {}, got '{}'", what, expected, text));
+}
+
 std::string seq_mismatch(std::string_view title, const std::string& result,
                          std::string_view seq_name, const std::string& value) {
   return fmt::format("{} = {} but {} gives {}", title, result, seq_name, value);

@@ -76,6 +76,12 @@ struct report {
 /// @throws apgas::usage_error naming `what` and the accepted range.
 template <class T> T parse_number(std::string_view what, std::string_view text, T lo, T hi);
 
+namespace detail {
+/// The index of `text` in `names`. @throws apgas::usage_error naming `what` and the choices.
+std::size_t choice_index(std::string_view what, std::string_view text,
+                         const std::vector<std::string>& names);
+} // namespace detail
+
 /// @brief Declares an app's arguments, then runs it (see the file comment).
 class cli {
 public:
@@ -98,6 +104,18 @@ public:
   }
   /// @brief A named switch without a value; sets `out` to `value` when given.
   cli& toggle(std::string flag, std::string help, bool& out, bool value = true);
+  /// @brief A named flag whose value is one of `names`: `--sync finish` sets `out` to E(i),
+  /// where names[i] is "finish". E is an enumeration whose values 0 .. names.size()-1 match.
+  template <class E>
+  cli& choice(std::string flag, std::string help, E& out, std::vector<std::string> names) {
+    static_assert(std::is_enum_v<E>);
+    std::string hint;
+    for (const std::string& n : names) hint += (hint.empty() ? "" : "|") + n;
+    return add({flag, std::move(hint), std::move(help), false, false,
+                [&out, flag, names = std::move(names)](std::string_view v) {
+                  out = static_cast<E>(detail::choice_index(flag, v, names));
+                }});
+  }
 
   /// @brief Runs the app. @return the process exit code.
   int run(int argc, char** argv, const body& b);
