@@ -230,8 +230,6 @@ void clock_protocol::on_release(place_id /*from*/, std::span<const std::byte> bo
   px->release();
 }
 
-void clock_protocol::wake(const clock_waiter& w) { m_sched.inject(as_independent(w.activity)); }
-
 std::string clock_protocol::describe() const {
   std::lock_guard guard(m_table_mutex);
   std::string s;

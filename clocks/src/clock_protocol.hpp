@@ -71,8 +71,6 @@ public:
   void send_report(const clock_proxy& px, const clock_report& r);
   /// @brief The home sends `end` to the places whose registrants carry into the next phase.
   void send_release(const clock_proxy& px, const clock_phase_end& end);
-  /// @brief Makes the activity of `w` runnable (outside any clock lock).
-  void wake(const clock_waiter& w);
 
 private:
   void on_report(place_id from, std::span<const std::byte> body);

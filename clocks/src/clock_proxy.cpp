@@ -301,7 +301,13 @@ void clock_proxy::on_release(clock_phase_end end) {
 void clock_proxy::publish(outbox& out) {
   out.reports.for_each([&](const clock_report& r) { m_module.send_report(*this, r); });
   out.releases.for_each([&](const clock_phase_end& end) { m_module.send_release(*this, end); });
-  out.wake.for_each([&](clock_waiter* w) { m_module.wake(*w); });
+  if (out.wake.empty()) return;
+  // Every waiter of the phase at once: one lock of the scheduler's queue for all of them. (A
+  // buffer of this thread's: injecting never comes back here.)
+  thread_local std::vector<deque_item> items;
+  items.clear();
+  out.wake.for_each([&](clock_waiter* w) { items.push_back(as_independent(w->activity)); });
+  m_module.sched().inject_all(items);
 }
 
 std::string clock_proxy::describe() const {

@@ -36,8 +36,7 @@ std::coroutine_handle<> worker::end_strand(finish_state* f, deque_item next,
     // to that item's own end: the count stays above the truth meanwhile (never an early
     // report), and the put-off ends are applied when the chain turns to other work, at the
     // latest when this worker looks for work (flush_deferred_ends).
-    if (m_deferred_end != nullptr && m_deferred_end != f)
-      flush_deferred_ends();
+    if (m_deferred_end != nullptr && m_deferred_end != f) flush_deferred_ends();
     if (next != 0 && promise_of(next)->m_finish == f) {
       m_deferred_end = f;
       m_deferred_ends += units;
@@ -46,21 +45,17 @@ std::coroutine_handle<> worker::end_strand(finish_state* f, deque_item next,
     const std::uint64_t ends = units + std::exchange(m_deferred_ends, 0);
     m_deferred_end = nullptr;
     g_remote_hooks.end_proxy_strands(*f, ends);
-    if (next != 0)
-      return promise_of(next)->m_self;
+    if (next != 0) return promise_of(next)->m_self;
     return std::noop_coroutine();
   }
   if (f->release_strand(units)) {
     const std::coroutine_handle<> then = f->on_complete();
-    if (next == 0)
-      return then;
-    if (then.address() == std::noop_coroutine().address())
-      return promise_of(next)->m_self;
+    if (next == 0) return then;
+    if (then.address() == std::noop_coroutine().address()) return promise_of(next)->m_self;
     push(make_independent(next)); // already counted: no implicit join any more
     return then;
   }
-  if (next != 0)
-    return promise_of(next)->m_self;
+  if (next != 0) return promise_of(next)->m_self;
   return std::noop_coroutine();
 }
 
@@ -87,13 +82,11 @@ void worker::busy_poll() noexcept {
   m_published.publish(m_counters);
   // Message handlers only inject work and update finish state: safe from inside a spawn.
   // poll() try-locks the transport, so a busy worker never waits for another poller.
-  if (network* net = m_sched->net(); net != nullptr)
-    (void)net->poll();
+  if (network* net = m_sched->net(); net != nullptr) (void)net->poll();
 }
 
 deque_item worker::steal_from() noexcept {
-  if (!m_steal_lock.try_lock())
-    return 0;
+  if (!m_steal_lock.try_lock()) return 0;
   const deque_item item = m_deque.steal();
   if (item != 0 && is_continuation(item)) {
     // A stolen continuation is a new strand of its finish. relaxed: the victim's strand keeps
@@ -108,33 +101,26 @@ deque_item worker::steal_from() noexcept {
 
 scheduler::scheduler(const options& opts) : m_options(opts) {
   unsigned n = m_options.threads != 0 ? m_options.threads : topology::instance().pu_count();
-  if (n == 0)
-    n = 1;
+  if (n == 0) n = 1;
   m_options.threads = n;
   // Before any worker binds itself: places that share a cpuset with the node's other places
   // spread their workers over it (see topology::set_place_workers).
   topology::instance().set_place_workers(n);
   m_yield_while_spinning = topology::instance().oversubscribed(n);
   m_workers.reserve(n);
-  for (unsigned i = 0; i < n; ++i)
-    m_workers.push_back(std::make_unique<worker>(*this, i, m_gate));
+  for (unsigned i = 0; i < n; ++i) m_workers.push_back(std::make_unique<worker>(*this, i, m_gate));
   m_threads.reserve(n);
-  for (unsigned i = 0; i < n; ++i)
-    m_threads.emplace_back([this, i] { worker_main(i); });
+  for (unsigned i = 0; i < n; ++i) m_threads.emplace_back([this, i] { worker_main(i); });
 }
 
-scheduler::~scheduler() {
-  stop();
-}
+scheduler::~scheduler() { stop(); }
 
 void scheduler::stop() {
-  if (m_threads.empty())
-    return;
+  if (m_threads.empty()) return;
   // release: workers that see the flag see everything before it; the gate wakes parked ones.
   m_stop.store(true, std::memory_order_release);
   m_gate.notify_all();
-  for (auto& t : m_threads)
-    t.join();
+  for (auto& t : m_threads) t.join();
   m_threads.clear();
 }
 
@@ -167,22 +153,40 @@ void scheduler::inject_other(deque_item item) {
   m_gate.notify_one();
 }
 
+void scheduler::inject_all(std::span<const deque_item> items) {
+  if (items.size() <= 1) {
+    if (!items.empty()) inject(items.front());
+    return;
+  }
+  if (worker* w = t_worker; w != nullptr && w->m_between_strands && &w->sched() == this) {
+    for (const deque_item item : items) w->push_between_strands(item); // see inject
+    return;
+  }
+  {
+    std::lock_guard guard(m_inject_mutex);
+    m_injected.insert(m_injected.end(), items.begin(), items.end());
+    // relaxed: a hint read without the lock; the mutex orders the queue itself.
+    m_injected_count.fetch_add(items.size(), std::memory_order_relaxed);
+  }
+  // As many sleepers as there are items, up to every worker: each takes a batch (see
+  // take_injected_batch) and makes the rest of it stealable.
+  const std::size_t wake = std::min<std::size_t>(items.size(), m_workers.size());
+  for (std::size_t i = 0; i < wake; ++i) m_gate.notify_one();
+}
+
 bool scheduler::work_visible() const {
   // seq_cst loads: the re-check half of the Dekker pattern in idle_gate.hpp (a publisher
   // fences between publishing and reading the sleeper and searcher counts).
-  if (m_injected_count.load(std::memory_order_seq_cst) != 0)
-    return true;
+  if (m_injected_count.load(std::memory_order_seq_cst) != 0) return true;
   for (const auto& w : m_workers)
-    if (!w->m_deque.looks_empty_seq_cst())
-      return true;
+    if (!w->m_deque.looks_empty_seq_cst()) return true;
   return false;
 }
 
 deque_item scheduler::take_injected_batch(worker& self) {
   // relaxed: a stale zero only delays pick-up until the next round (the injector also wakes
   // a parked worker, whose re-check takes the lock).
-  if (m_injected_count.load(std::memory_order_relaxed) == 0)
-    return 0;
+  if (m_injected_count.load(std::memory_order_relaxed) == 0) return 0;
   // Message handlers inject the work they create, often many activities at once (one
   // coalesced buffer): take a batch under one lock, run one, and make the rest stealable from
   // our deque (empty here: we are between strands, so independent items may go there).
@@ -196,11 +200,9 @@ deque_item scheduler::take_injected_batch(worker& self) {
     }
     m_injected_count.fetch_sub(n, std::memory_order_relaxed); // relaxed: see inject()
   }
-  if (n == 0)
-    return 0;
+  if (n == 0) return 0;
   self.m_counters.injected += n;
-  for (std::size_t i = n - 1; i > 0; --i)
-    self.push(batch[i]);
+  for (std::size_t i = n - 1; i > 0; --i) self.push(batch[i]);
   return batch[0];
 }
 
@@ -216,32 +218,26 @@ deque_item scheduler::find_work(worker& self) {
       promise_of(item)->m_finish->m_count.fetch_add(1, std::memory_order_relaxed);
     return item;
   }
-  if (deque_item item = take_injected_batch(self))
-    return item;
+  if (deque_item item = take_injected_batch(self)) return item;
   // acquire: pairs with set_network's release.
   if (network* net = m_network.load(std::memory_order_acquire); net != nullptr) {
     self.m_between_strands = true; // see scheduler::inject
     const bool delivered = net->poll();
     self.m_between_strands = false;
-    if (deque_item item = std::exchange(self.m_handoff, deque_item{0}))
-      return item;
+    if (deque_item item = std::exchange(self.m_handoff, deque_item{0})) return item;
     if (delivered) {
-      if (deque_item item = self.m_deque.pop())
-        return item;
-      if (deque_item item = take_injected_batch(self))
-        return item;
+      if (deque_item item = self.m_deque.pop()) return item;
+      if (deque_item item = take_injected_batch(self)) return item;
       self.m_served_messages = true; // handlers did all there was to do (see worker_main)
     }
   }
   const auto n = static_cast<unsigned>(m_workers.size());
-  if (n < 2)
-    return 0;
+  if (n < 2) return 0;
   // One round: probe every other worker once, starting at a random one.
   const auto start = static_cast<unsigned>(self.next_random() % n);
   for (unsigned k = 0; k < n; ++k) {
     const unsigned v = (start + k) % n;
-    if (v == self.index())
-      continue;
+    if (v == self.index()) continue;
     ++self.m_counters.steal_attempts;
     worker& victim = *m_workers[v];
     if (deque_item item = victim.steal_from()) {
@@ -259,8 +255,7 @@ void scheduler::worker_main(unsigned index) {
   t_worker = &self;
   t_frame_pool = &self.m_frames;
   self.set_stack_base(__builtin_frame_address(0));
-  if (m_options.pin_workers)
-    topology::instance().bind_this_thread(index);
+  if (m_options.pin_workers) topology::instance().bind_this_thread(index);
   idle_policy idle(std::chrono::microseconds(m_options.spin_us), m_yield_while_spinning, m_watch);
   m_gate.begin_search();
   // acquire: pairs with stop()'s release.
@@ -275,10 +270,8 @@ void scheduler::worker_main(unsigned index) {
     }
     // acquire: pairs with set_network's release.
     network* net = m_network.load(std::memory_order_acquire);
-    if (idle.spin_starting())
-      ran_out_of_work(self, net);
-    if (!idle.keep_searching(net))
-      park(self, idle, net);
+    if (idle.spin_starting()) ran_out_of_work(self, net);
+    if (!idle.keep_searching(net)) park(self, idle, net);
   }
   idle.retire();
   m_gate.end_search();
@@ -288,11 +281,9 @@ void scheduler::worker_main(unsigned index) {
 
 // inline: on the path of every item the search finds (an `at` reply, a steal).
 inline void scheduler::run(worker& self, idle_policy& idle, deque_item item) {
-  if (idle.found_work())
-    m_gate.wake_one(); // the watch is handed over before we get busy
+  if (idle.found_work()) m_gate.wake_one(); // the watch is handed over before we get busy
   // The last searcher hands the search over before it gets busy (see idle_gate.hpp).
-  if (m_gate.end_search())
-    m_gate.wake_one();
+  if (m_gate.end_search()) m_gate.wake_one();
   run_item(self, item);
   m_gate.begin_search();
 }
@@ -300,13 +291,11 @@ inline void scheduler::run(worker& self, idle_policy& idle, deque_item item) {
 void scheduler::ran_out_of_work(worker& self, network* net) {
   self.m_published.publish(self.m_counters);
   // What we buffered for other places may be what they (and so we) wait for.
-  if (net != nullptr)
-    net->flush();
+  if (net != nullptr) net->flush();
 }
 
 void scheduler::park(worker& self, idle_policy& idle, network* net) {
-  if (net != nullptr)
-    net->flush(); // nobody else may send our buffered messages soon
+  if (net != nullptr) net->flush(); // nobody else may send our buffered messages soon
   m_gate.end_search();
   const std::uint32_t epoch = m_gate.prepare_park();
   // seq_cst: after the epoch read (see set_network): a network set meanwhile is seen here.
@@ -328,8 +317,7 @@ void scheduler::park(worker& self, idle_policy& idle, network* net) {
 
 void scheduler::run_item(worker& self, deque_item item) {
   promise_of(item)->m_self.resume();
-  while (auto bounced = self.take_bounced())
-    bounced.resume();
+  while (auto bounced = self.take_bounced()) bounced.resume();
   // The deque may still hold independent items (see find_work).
 }
 
@@ -348,8 +336,7 @@ worker_counters scheduler::published_totals() const {
 std::vector<worker_counters> scheduler::counters() const {
   std::vector<worker_counters> out;
   out.reserve(m_workers.size());
-  for (const auto& w : m_workers)
-    out.push_back(w->m_counters);
+  for (const auto& w : m_workers) out.push_back(w->m_counters);
   return out;
 }
 

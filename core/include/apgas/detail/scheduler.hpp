@@ -16,6 +16,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -52,6 +53,10 @@ public:
     }
     inject_other(item);
   }
+
+  /// @brief inject() of several items at once (the activities a clock phase's end wakes): one
+  /// lock for all of them, and as many sleepers woken as there are items (up to every worker).
+  void inject_all(std::span<const deque_item> items);
 
   /// @brief Connects the place's message engine: idle workers poll it, and parked workers
   /// wake up now and then to do so (a place with nothing to do still sleeps almost all the
