@@ -4,6 +4,7 @@
 
 #include "apgas/detail/place_engine.hpp"
 #include "apgas/detail/place_modules.hpp"
+#include "apgas/exceptions.hpp"
 #include "apgas/message_counts.hpp"
 
 #include "run_protocol.hpp"
@@ -27,6 +28,35 @@ struct runtime::mpi_session {
   }
   bool m_owned;
 };
+
+namespace {
+
+/// Where a failed run failed and what happened, for the places other than 0: its first failure
+/// (inside nested finishes), at the place where it was thrown.
+std::pair<place_id, std::string> describe_run_failure(const std::exception_ptr& error,
+                                                      place_id here) {
+  std::vector<std::exception_ptr> failures;
+  try {
+    std::rethrow_exception(error);
+  } catch (const multiple_exceptions& e) {
+    failures = e.flattened();
+  } catch (...) {
+  }
+  if (failures.empty()) failures.push_back(error);
+  std::pair<place_id, std::string> out{here, {}};
+  try {
+    std::rethrow_exception(failures.front());
+  } catch (const remote_exception& e) {
+    out = {e.place(), e.text()};
+  } catch (...) {
+    out.second = detail::describe_current_exception();
+  }
+  if (failures.size() > 1)
+    out.second += fmt::format(" (the first of {} failures)", failures.size());
+  return out;
+}
+
+} // namespace
 
 runtime::runtime(int& argc, char** argv) {
   const options o = options::from_env_and_args(argc, argv);
@@ -84,11 +114,23 @@ runtime::~runtime() {
   m_mpi.reset();
 }
 
-void runtime::end_run(bool ok, std::span<const std::byte> payload) {
-  m_runs->announce_run_end(ok, payload);
+void runtime::end_run(std::span<const std::byte> value) {
+  m_runs->announce_run_end(true, 0, value);
 }
 
-std::pair<bool, std::vector<std::byte>> runtime::wait_run_end() { return m_runs->await_run_end(); }
+void runtime::fail_run(std::exception_ptr error) {
+  const auto [where, text] = describe_run_failure(error, here());
+  m_runs->announce_run_end(false, where, std::as_bytes(std::span(text.data(), text.size())));
+}
+
+std::vector<std::byte> runtime::wait_run_end() {
+  detail::run_end end = m_runs->await_run_end();
+  if (!end.ok)
+    throw remote_exception(
+        end.failed_at,
+        std::string(reinterpret_cast<const char*>(end.payload.data()), end.payload.size()));
+  return std::move(end.payload);
+}
 
 place_id runtime::here() const noexcept { return m_engine->here(); }
 place_id runtime::places() const noexcept { return m_engine->places(); }
