@@ -7,12 +7,17 @@
 #include "apgas/exceptions.hpp"
 #include "apgas/message_counts.hpp"
 
+#include "build_identity.hpp"
+#include "exit_reports.hpp"
 #include "run_protocol.hpp"
 #include "transport_mpi.hpp"
 #include "transport_single.hpp"
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <array>
 #include <cstdio>
+#include <cstdlib>
 
 namespace apgas {
 
@@ -30,6 +35,20 @@ struct runtime::mpi_session {
 };
 
 namespace {
+
+/// Each place whose build differs from place 0's says where it runs, so that the stale copy
+/// can be found; place 0 names every build and its places.
+void report_build_mismatch(place_id here, const std::vector<std::uint64_t>& builds,
+                           const std::string& summary) {
+  if (here == 0) std::fprintf(stderr, "%s\n", summary.c_str());
+  if (builds[here] == builds[0]) return;
+  std::array<char, 256> host{};
+  if (::gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
+  std::fprintf(
+      stderr, "apgas: place %u (on %s) runs %s, build %016llx, not place 0's build %016llx\n", here,
+      host.data(), detail::build_path().c_str(), static_cast<unsigned long long>(builds[here]),
+      static_cast<unsigned long long>(builds[0]));
+}
 
 /// Where a failed run failed and what happened, for the places other than 0: its first failure
 /// (inside nested finishes), at the place where it was thrown.
@@ -73,6 +92,16 @@ void runtime::start(const options& opts, int* argc, char*** argv) {
   } else {
     net = detail::make_single_place_transport(opts);
   }
+  // Before any message: a function travels as an offset in the binary.
+  const std::vector<std::uint64_t> builds = net->all_gather(detail::build_identity());
+  if (const std::string mismatch = detail::describe_build_mismatch(builds); !mismatch.empty()) {
+    report_build_mismatch(net->here(), builds, mismatch);
+    net.reset();
+    if (m_mpi != nullptr && !m_mpi->m_owned) detail::mpi_abort(1); // not ours to finalize
+    m_mpi.reset(); // every place finalizes: mpiexec then reports exit codes, not a crash
+    std::exit(1);
+  }
+  m_exit_reports = std::make_unique<detail::exit_reports>(net->here());
   m_local = std::make_unique<local_runtime>(opts);
   m_engine = std::make_unique<detail::place_engine>(m_local->sched(), std::move(net));
   const detail::place_modules modules = detail::add_place_modules(*m_engine, opts);
@@ -112,6 +141,7 @@ runtime::~runtime() {
   detail::place_engine::set_current(nullptr);
   m_engine.reset();
   m_mpi.reset();
+  m_exit_reports.reset();
 }
 
 void runtime::end_run(std::span<const std::byte> value) {

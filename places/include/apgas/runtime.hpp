@@ -26,6 +26,7 @@
 namespace apgas {
 
 namespace detail {
+class exit_reports;
 class place_engine;
 class run_protocol;
 } // namespace detail
@@ -36,7 +37,10 @@ class runtime {
 public:
   /// @brief Starts this place: reads APGAS_* variables and consumes the runtime's flags from
   /// argv; initialises MPI when launched by mpirun (checking the thread level it gets), or
-  /// uses the MPI the program already initialised.
+  /// uses the MPI the program already initialised. Every place checks that all run the same
+  /// build of the program; if not, the job ends (exit code 1) with a message naming them.
+  /// Until it is destroyed, SIGTERM, SIGINT and an uncaught exception end the place with one
+  /// line on stderr saying so (an exception: exit code 1).
   /// @throws usage_error on a bad flag; std::runtime_error if MPI cannot be used.
   runtime(int& argc, char** argv);
   /// @brief Starts this place with the given options (MPI when launched by mpirun).
@@ -140,6 +144,8 @@ private:
   }
 
   struct mpi_session;
+  /// One line at a place's end by a signal or an uncaught exception; the last to go.
+  std::unique_ptr<detail::exit_reports> m_exit_reports;
   std::unique_ptr<mpi_session> m_mpi;     ///< MPI_Init .. MPI_Finalize, if launched
   std::unique_ptr<local_runtime> m_local; ///< the workers of this place
   /// The place's message engine and its protocol modules (owned by the engine).
