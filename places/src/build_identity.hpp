@@ -1,8 +1,9 @@
 // Which build of the program a place runs. A function travels between places as its offset
 // from code_anchor (message_format.hpp), and message kinds are numbered as modules register,
-// so every place must run the same binary: a stale copy on one node would run the wrong
-// function or crash. The runtime's start-up gathers every place's identity and ends the job
-// with a message naming the places if they differ, before any message is sent.
+// so every place must run the same binary: in a stale copy on one node an offset names another
+// function (or none: the code registry then refuses the message, in the middle of a run). The
+// runtime's start-up gathers every place's identity and ends the job with a message naming
+// the places if they differ, before any message is sent.
 #pragma once
 
 #include "apgas/detail/transport.hpp"
