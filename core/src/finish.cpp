@@ -19,12 +19,38 @@ std::string describe(const std::exception_ptr& e) {
     return "a non-standard exception";
   }
 }
+
+void flatten_into(const std::vector<std::exception_ptr>& errors,
+                  std::vector<std::exception_ptr>& out) {
+  for (const std::exception_ptr& e : errors) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const multiple_exceptions& nested) {
+      flatten_into(nested.exceptions(), out);
+    } catch (...) {
+      out.push_back(e);
+    }
+  }
+}
 } // namespace
 
 multiple_exceptions::multiple_exceptions(std::vector<std::exception_ptr> errors)
     : m_errors(std::move(errors)) {
-  m_what = fmt::format("{} activit{} failed", m_errors.size(), m_errors.size() == 1 ? "y" : "ies");
-  if (!m_errors.empty()) m_what += fmt::format("; first: {}", describe(m_errors.front()));
+  // The failures themselves, not the finishes they passed through: a nested finish would
+  // otherwise say "1 activity failed; first: 1 activity failed; first: ..." at every level.
+  const std::vector<std::exception_ptr> failures = flattened();
+  if (failures.size() == 1) {
+    m_what = "1 activity failed: " + describe(failures.front());
+    return;
+  }
+  m_what = fmt::format("{} activities failed", failures.size());
+  if (!failures.empty()) m_what += "; first: " + describe(failures.front());
+}
+
+std::vector<std::exception_ptr> multiple_exceptions::flattened() const {
+  std::vector<std::exception_ptr> out;
+  flatten_into(m_errors, out);
+  return out;
 }
 
 namespace detail {

@@ -91,9 +91,10 @@ constexpr knob k_knobs[] = {APGAS_OPTIONS(APGAS_KNOB)};
 
 void apply_env(options& o) {
   for (const knob& k : k_knobs) {
+    // Set but empty is a bad value like any other (a typo such as APGAS_THREADS=$T with T
+    // unset), not the default.
     const char* v = std::getenv(k.variable);
-    if (v != nullptr && *v != '\0')
-      k.set(o, k.variable, v);
+    if (v != nullptr) k.set(o, k.variable, v);
   }
 }
 

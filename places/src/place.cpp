@@ -17,7 +17,8 @@ bad_place::bad_place(place_id p, place_id count)
       m_place(p) {}
 
 remote_exception::remote_exception(place_id where, const std::string& text)
-    : std::runtime_error(fmt::format("at place {}: {}", where, text)), m_place(where) {}
+    : std::runtime_error(fmt::format("at place {}: {}", where, text)), m_place(where),
+      m_text(text) {}
 
 place_id here() { return detail::active_messages::current().here(); }
 place_id places() { return detail::active_messages::current().places(); }
@@ -39,7 +40,7 @@ std::string describe_current_exception() {
     throw;
   } catch (const multiple_exceptions& e) {
     std::string s = "apgas::multiple_exceptions:";
-    for (const auto& inner : e.exceptions()) {
+    for (const auto& inner : e.flattened()) {
       try {
         std::rethrow_exception(inner);
       } catch (...) {

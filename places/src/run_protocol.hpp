@@ -4,7 +4,8 @@
 // ready before any sends.)
 //
 // Messages:
-//   run end  ok flag, then the value's bytes or the error text    place 0 -> every other place
+//   run end  ok flag, the failing place (4 bytes), then the value's bytes or the error text
+//            place 0 -> every other place
 #pragma once
 
 #include "apgas/detail/message_format.hpp"
@@ -15,21 +16,28 @@
 #include <deque>
 #include <mutex>
 #include <span>
-#include <utility>
 #include <vector>
 
 namespace apgas::detail {
+
+/// @brief How a run ended, as place 0 announced it.
+struct run_end {
+  bool ok = true;
+  place_id failed_at = 0;         ///< if !ok: the place where the (first) failure was
+  std::vector<std::byte> payload; ///< the value's bytes, or the error text
+};
 
 /// @brief The run-end module of a place. Thread-safety: any thread.
 class run_protocol final : public protocol_module {
 public:
   explicit run_protocol(place_engine& engine);
 
-  /// @brief Place 0: tells every other place that the run ended (with its value or error).
-  void announce_run_end(bool ok, std::span<const std::byte> payload);
+  /// @brief Place 0: tells every other place that the run ended, with its value (ok) or the
+  /// error text and the place where the failure was.
+  void announce_run_end(bool ok, place_id failed_at, std::span<const std::byte> payload);
   /// @brief Places other than 0: waits for place 0's announce_run_end (the workers serve
-  /// meanwhile; the caller is not a worker). @return ok flag and payload.
-  std::pair<bool, std::vector<std::byte>> await_run_end();
+  /// meanwhile; the caller is not a worker).
+  run_end await_run_end();
 
 private:
   void on_run_end(place_id from, std::span<const std::byte> body);
@@ -39,7 +47,7 @@ private:
   std::mutex m_mutex; ///< guards m_ends
   std::condition_variable m_cv;
   /// Ends of place 0's runs not yet taken here: place 0 may be several runs ahead.
-  std::deque<std::pair<bool, std::vector<std::byte>>> m_ends;
+  std::deque<run_end> m_ends;
 };
 
 } // namespace apgas::detail

@@ -4,14 +4,20 @@
 
 #include "apgas/detail/place_engine.hpp"
 #include "apgas/detail/place_modules.hpp"
+#include "apgas/exceptions.hpp"
 #include "apgas/message_counts.hpp"
 
+#include "build_identity.hpp"
+#include "exit_reports.hpp"
 #include "run_protocol.hpp"
 #include "transport_mpi.hpp"
 #include "transport_single.hpp"
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <array>
 #include <cstdio>
+#include <cstdlib>
 
 namespace apgas {
 
@@ -28,6 +34,49 @@ struct runtime::mpi_session {
   bool m_owned;
 };
 
+namespace {
+
+/// Each place whose build differs from place 0's says where it runs, so that the stale copy
+/// can be found; place 0 names every build and its places.
+void report_build_mismatch(place_id here, const std::vector<std::uint64_t>& builds,
+                           const std::string& summary) {
+  if (here == 0) std::fprintf(stderr, "%s\n", summary.c_str());
+  if (builds[here] == builds[0]) return;
+  std::array<char, 256> host{};
+  if (::gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
+  std::fprintf(
+      stderr, "apgas: place %u (on %s) runs %s, build %016llx, not place 0's build %016llx\n", here,
+      host.data(), detail::build_path().c_str(), static_cast<unsigned long long>(builds[here]),
+      static_cast<unsigned long long>(builds[0]));
+}
+
+/// Where a failed run failed and what happened, for the places other than 0: its first failure
+/// (inside nested finishes), at the place where it was thrown.
+std::pair<place_id, std::string> describe_run_failure(const std::exception_ptr& error,
+                                                      place_id here) {
+  std::vector<std::exception_ptr> failures;
+  try {
+    std::rethrow_exception(error);
+  } catch (const multiple_exceptions& e) {
+    failures = e.flattened();
+  } catch (...) {
+  }
+  if (failures.empty()) failures.push_back(error);
+  std::pair<place_id, std::string> out{here, {}};
+  try {
+    std::rethrow_exception(failures.front());
+  } catch (const remote_exception& e) {
+    out = {e.place(), e.text()};
+  } catch (...) {
+    out.second = detail::describe_current_exception();
+  }
+  if (failures.size() > 1)
+    out.second += fmt::format(" (the first of {} failures)", failures.size());
+  return out;
+}
+
+} // namespace
+
 runtime::runtime(int& argc, char** argv) {
   const options o = options::from_env_and_args(argc, argv);
   start(o, &argc, &argv);
@@ -43,6 +92,16 @@ void runtime::start(const options& opts, int* argc, char*** argv) {
   } else {
     net = detail::make_single_place_transport(opts);
   }
+  // Before any message: a function travels as an offset in the binary.
+  const std::vector<std::uint64_t> builds = net->all_gather(detail::build_identity());
+  if (const std::string mismatch = detail::describe_build_mismatch(builds); !mismatch.empty()) {
+    report_build_mismatch(net->here(), builds, mismatch);
+    net.reset();
+    if (m_mpi != nullptr && !m_mpi->m_owned) detail::mpi_abort(1); // not ours to finalize
+    m_mpi.reset(); // every place finalizes: mpiexec then reports exit codes, not a crash
+    std::exit(1);
+  }
+  m_exit_reports = std::make_unique<detail::exit_reports>(net->here());
   m_local = std::make_unique<local_runtime>(opts);
   m_engine = std::make_unique<detail::place_engine>(m_local->sched(), std::move(net));
   const detail::place_modules modules = detail::add_place_modules(*m_engine, opts);
@@ -82,13 +141,26 @@ runtime::~runtime() {
   detail::place_engine::set_current(nullptr);
   m_engine.reset();
   m_mpi.reset();
+  m_exit_reports.reset();
 }
 
-void runtime::end_run(bool ok, std::span<const std::byte> payload) {
-  m_runs->announce_run_end(ok, payload);
+void runtime::end_run(std::span<const std::byte> value) {
+  m_runs->announce_run_end(true, 0, value);
 }
 
-std::pair<bool, std::vector<std::byte>> runtime::wait_run_end() { return m_runs->await_run_end(); }
+void runtime::fail_run(std::exception_ptr error) {
+  const auto [where, text] = describe_run_failure(error, here());
+  m_runs->announce_run_end(false, where, std::as_bytes(std::span(text.data(), text.size())));
+}
+
+std::vector<std::byte> runtime::wait_run_end() {
+  detail::run_end end = m_runs->await_run_end();
+  if (!end.ok)
+    throw remote_exception(
+        end.failed_at,
+        std::string(reinterpret_cast<const char*>(end.payload.data()), end.payload.size()));
+  return std::move(end.payload);
+}
 
 place_id runtime::here() const noexcept { return m_engine->here(); }
 place_id runtime::places() const noexcept { return m_engine->places(); }

@@ -135,7 +135,8 @@ std::vector<sample> samples(const place_engine& engine) {
   }
   s.push_back({"finish ask", packed(home, serial)});
   s.push_back({"finish cleanup", packed(home, serial)});
-  s.push_back({"run end", packed(std::uint8_t{1}, std::int64_t{42})});
+  // ok flag, failing place, value
+  s.push_back({"run end", packed(std::uint8_t{1}, place_id{0}, std::int64_t{42})});
   // Tree messages carrying a cleanup (down) and an ask (up, for a root elsewhere).
   {
     std::vector<std::byte> down;

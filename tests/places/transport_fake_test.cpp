@@ -1216,6 +1216,28 @@ TEST(TransportFake, BarrierSeparatesRounds) {
     th.join();
 }
 
+TEST(TransportFake, AllGatherGivesEveryPlaceEveryValueInPlaceOrder) {
+  constexpr place_id k_places = 3;
+  fake_network net(k_places);
+  std::array<std::vector<std::vector<std::uint64_t>>, k_places> seen;
+  std::vector<std::thread> threads;
+  for (place_id p = 0; p < k_places; ++p) {
+    ignore_all(net.endpoint(p));
+    threads.emplace_back([&, p] {
+      for (std::uint64_t round = 0; round < 20; ++round)
+        seen[p].push_back(net.endpoint(p).all_gather(100 * round + p));
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (place_id p = 0; p < k_places; ++p) {
+    ASSERT_EQ(seen[p].size(), 20u);
+    for (std::uint64_t round = 0; round < 20; ++round)
+      EXPECT_EQ(seen[p][round],
+                (std::vector<std::uint64_t>{100 * round, 100 * round + 1, 100 * round + 2}))
+          << "place " << p << ", round " << round;
+  }
+}
+
 TEST(TransportFake, QuiescentTracksBufferedAndInFlight) {
   fake_network net(2);
   transport& a = net.endpoint(0);

@@ -126,6 +126,43 @@ TEST_P(exceptions, of_finish_all_tasks_are_gathered_after_all_of_them_ended) {
   EXPECT_TRUE(slow_done_when_caught);
 }
 
+TEST_P(exceptions, of_nested_finishes_say_what_failed_once_and_count_the_failures) {
+  // Three levels of finish around one failure, then two more failures beside it.
+  std::string one;
+  std::string three;
+  std::size_t direct = 0;
+  std::size_t flattened = 0;
+  rt().run([&]() -> task<> {
+    auto nested = []() -> task<> {
+      co_await finish([]() -> task<> {
+        co_await async(
+            []() -> task<> { co_await finish([]() -> task<> { co_await async(fail(7)); }); });
+      });
+    };
+    try {
+      co_await finish([&]() -> task<> { co_await async(nested()); });
+    } catch (const apgas::multiple_exceptions& e) {
+      one = e.what();
+    }
+    try {
+      co_await finish([&]() -> task<> {
+        co_await async(nested());
+        co_await async(fail(8));
+        co_await async(fail(9));
+      });
+    } catch (const apgas::multiple_exceptions& e) {
+      three = e.what();
+      direct = e.exceptions().size();
+      flattened = e.flattened().size();
+    }
+  });
+  EXPECT_EQ(one, "1 activity failed: activity 7 failed");
+  EXPECT_EQ(three.rfind("3 activities failed; first: activity ", 0), 0U) << three;
+  EXPECT_EQ(three.find("first:", three.find("first:") + 1), std::string::npos) << three; // once
+  EXPECT_EQ(direct, 3U); // the finish's own activities, as X10 has them
+  EXPECT_EQ(flattened, 3U);
+}
+
 APGAS_INSTANTIATE_CONFIGS(exceptions);
 
 } // namespace

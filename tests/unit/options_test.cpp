@@ -78,6 +78,20 @@ TEST(options, bad_values_are_usage_errors_that_name_the_knob) {
   ::unsetenv("APGAS_POLICY");
 }
 
+TEST(options, a_variable_set_but_empty_is_a_bad_value_not_the_default) {
+  for (const char* variable : {"APGAS_THREADS", "APGAS_POLICY", "APGAS_STATS"}) {
+    ::setenv(variable, "", 1);
+    try {
+      (void)apgas::options::from_env();
+      ADD_FAILURE() << variable << "= was accepted";
+    } catch (const apgas::usage_error& e) {
+      EXPECT_NE(std::string(e.what()).find(variable), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("''"), std::string::npos) << e.what();
+    }
+    ::unsetenv(variable);
+  }
+}
+
 TEST(options, help_text_lists_every_flag_with_its_variable) {
   const std::string help = apgas::options::help_text();
   for (const char* s : {"--threads", "APGAS_THREADS", "--policy", "APGAS_POLICY", "--stats",

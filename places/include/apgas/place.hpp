@@ -45,11 +45,16 @@ private:
 /// the exception's type and its what().
 class remote_exception : public std::runtime_error {
 public:
+  /// what(): "at place <where>: <text>".
   remote_exception(place_id where, const std::string& text);
+  /// @brief The place where the exception was thrown.
   place_id place() const noexcept { return m_place; }
+  /// @brief The exception as that place described it: its type and its what().
+  const std::string& text() const noexcept { return m_text; }
 
 private:
   place_id m_place;
+  std::string m_text;
 };
 
 /// @brief This place.

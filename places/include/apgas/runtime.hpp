@@ -16,6 +16,7 @@
 #include "apgas/place.hpp"
 #include "apgas/serialization.hpp"
 
+#include <exception>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -25,6 +26,7 @@
 namespace apgas {
 
 namespace detail {
+class exit_reports;
 class place_engine;
 class run_protocol;
 } // namespace detail
@@ -35,7 +37,10 @@ class runtime {
 public:
   /// @brief Starts this place: reads APGAS_* variables and consumes the runtime's flags from
   /// argv; initialises MPI when launched by mpirun (checking the thread level it gets), or
-  /// uses the MPI the program already initialised.
+  /// uses the MPI the program already initialised. Every place checks that all run the same
+  /// build of the program; if not, the job ends (exit code 1) with a message naming them.
+  /// Until it is destroyed, SIGTERM, SIGINT and an uncaught exception end the place with one
+  /// line on stderr saying so (an exception: exit code 1).
   /// @throws usage_error on a bad flag; std::runtime_error if MPI cannot be used.
   runtime(int& argc, char** argv);
   /// @brief Starts this place with the given options (MPI when launched by mpirun).
@@ -50,7 +55,8 @@ public:
   /// @brief Collective. Place 0 runs `main` (a task<T>, or a callable returning one) as the
   /// root activity and waits for it and every activity it started, at any place.
   /// @return the root task's value, at every place (T must then be serializable).
-  /// @throws multiple_exceptions at place 0, remote_exception elsewhere, if it failed.
+  /// @throws multiple_exceptions at place 0, remote_exception elsewhere, if it failed: its
+  /// place() is where the (first) failure was, its text that failure.
   template <class Main>
   auto run(Main&& main) {
     using T = typename main_task<std::decay_t<Main>>::type::value_type;
@@ -62,7 +68,7 @@ public:
       if constexpr (std::is_void_v<T>) {
         if constexpr (detail::is_task_v<Main>) m_local->run(std::forward<Main>(main));
         else m_local->run(main());
-        end_run(true, {});
+        end_run({});
         return;
       } else {
         T value = [&] {
@@ -72,12 +78,11 @@ public:
         std::vector<std::byte> bytes;
         byte_writer w(bytes);
         serialize(w, value);
-        end_run(true, bytes);
+        end_run(bytes);
         return value;
       }
     } catch (...) {
-      const std::string text = detail::describe_current_exception();
-      end_run(false, std::as_bytes(std::span(text.data(), text.size())));
+      fail_run(std::current_exception());
       throw;
     }
   }
@@ -121,15 +126,17 @@ private:
   };
 
   void start(const options& opts, int* argc, char*** argv);
-  void end_run(bool ok, std::span<const std::byte> payload);
-  std::pair<bool, std::vector<std::byte>> wait_run_end();
+  /// Place 0: the run ended with this value (serialized).
+  void end_run(std::span<const std::byte> value);
+  /// Place 0: the run failed with `error`.
+  void fail_run(std::exception_ptr error);
+  /// Places other than 0: the value of the run place 0 ended; throws remote_exception if it
+  /// failed.
+  std::vector<std::byte> wait_run_end();
 
   template <class T>
   T take_result() {
-    auto [ok, payload] = wait_run_end();
-    if (!ok)
-      throw remote_exception(
-          0, std::string(reinterpret_cast<const char*>(payload.data()), payload.size()));
+    [[maybe_unused]] const std::vector<std::byte> payload = wait_run_end();
     if constexpr (!std::is_void_v<T>) {
       byte_reader r(payload);
       return deserialize<T>(r);
@@ -137,6 +144,8 @@ private:
   }
 
   struct mpi_session;
+  /// One line at a place's end by a signal or an uncaught exception; the last to go.
+  std::unique_ptr<detail::exit_reports> m_exit_reports;
   std::unique_ptr<mpi_session> m_mpi;     ///< MPI_Init .. MPI_Finalize, if launched
   std::unique_ptr<local_runtime> m_local; ///< the workers of this place
   /// The place's message engine and its protocol modules (owned by the engine).

@@ -56,6 +56,7 @@ struct fake_network::impl {
   std::size_t barrier_arrived = 0; ///< guarded by barrier_lock
   /// Completed barrier rounds. Written under barrier_lock, read by waiters without it.
   std::atomic<std::uint64_t> barrier_generation{0};
+  std::vector<std::uint64_t> gathered; ///< all_gather's values by place; guarded by barrier_lock
 };
 
 namespace {
@@ -85,6 +86,22 @@ public:
       if (poll() == 0)
         std::this_thread::yield();
     }
+  }
+
+  std::vector<std::uint64_t> all_gather(std::uint64_t value) override {
+    {
+      std::lock_guard lock(m_net.barrier_lock);
+      m_net.gathered.resize(m_net.endpoints.size());
+      m_net.gathered[m_here] = value;
+    }
+    barrier(); // every value is in
+    std::vector<std::uint64_t> all;
+    {
+      std::lock_guard lock(m_net.barrier_lock);
+      all = m_net.gathered;
+    }
+    barrier(); // every place copied them: the next round may overwrite them
+    return all;
   }
 
   /// The network took `bytes` of our frames towards `to` (called by the receiver).

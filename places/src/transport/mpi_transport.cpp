@@ -74,6 +74,7 @@ public:
       : transport_base(here, places, opts), m_comm(comm), m_big(big) {}
   ~mpi_transport() override;
   void barrier() override;
+  std::vector<std::uint64_t> all_gather(std::uint64_t value) override;
 
 protected:
   void net_send(place_id to, sealed_buffer&& buffer) override;
@@ -106,6 +107,8 @@ private:
   /// net_complete_sends() with requests alive: MPI_Testsome, then recycle what completed.
   void complete_sends();
   void receive_and_drop_locked();
+  /// Polls (delivering messages) until the collective `request` completes.
+  void wait_polling(MPI_Request& request);
 
   MPI_Comm m_comm; ///< small messages and announcements
   MPI_Comm m_big;  ///< big messages, each after its announcement
@@ -330,6 +333,24 @@ void mpi_transport::barrier() {
     std::lock_guard net(m_net_lock);
     mpi_check(MPI_Ibarrier(m_comm, &request), "MPI_Ibarrier");
   }
+  wait_polling(request);
+}
+
+std::vector<std::uint64_t> mpi_transport::all_gather(std::uint64_t value) {
+  flush_to_network(); // as barrier(): whatever was sent before is on its way
+  std::vector<std::uint64_t> all(places());
+  MPI_Request request;
+  {
+    std::lock_guard net(m_net_lock);
+    mpi_check(
+        MPI_Iallgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, m_comm, &request),
+        "MPI_Iallgather");
+  }
+  wait_polling(request);
+  return all;
+}
+
+void mpi_transport::wait_polling(MPI_Request& request) {
   for (;;) {
     const std::size_t delivered = poll(); // messages in flight still reach their handler
     int done = 0;

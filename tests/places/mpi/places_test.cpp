@@ -871,6 +871,52 @@ TEST(places, for_each_place_runs_f_once_everywhere_with_an_spmd_finish) {
                             "accepted");
 }
 
+// A run that fails at the last place: place 0 gets the finish's multiple_exceptions, every
+// other place a remote_exception naming the last place (where the failure was) and saying
+// what failed there, once, however many finishes it passed through.
+TEST(places, a_failed_run_names_the_place_where_it_failed_at_every_place) {
+  const place_id last = g_rt->places() - 1;
+  try {
+    g_rt->run([]() -> task<> {
+      co_await finish([]() -> task<> {
+        co_await apgas::async([]() -> task<> {
+          co_await finish([]() -> task<> {
+            co_await async_at(apgas::places() - 1, [] { throw std::runtime_error("far failure"); });
+          });
+        });
+      });
+    });
+    ADD_FAILURE() << "the run did not fail";
+  } catch (const apgas::multiple_exceptions& e) {
+    EXPECT_EQ(g_rt->here(), 0U);
+    // (At one place too: async_at(0) from place 0 takes the same path as to another place.)
+    const std::string failure =
+        "at place " + std::to_string(last) + ": std::runtime_error: far failure";
+    EXPECT_EQ(std::string(e.what()), "1 activity failed: " + failure);
+  } catch (const apgas::remote_exception& e) {
+    EXPECT_NE(g_rt->here(), 0U);
+    EXPECT_EQ(e.place(), last);
+    EXPECT_EQ(e.text(), "std::runtime_error: far failure");
+    EXPECT_EQ(std::string(e.what()),
+              "at place " + std::to_string(last) + ": std::runtime_error: far failure");
+  }
+  // Two failures at place 0 itself: the others hear of the first, and that there were two.
+  try {
+    g_rt->run([]() -> task<> {
+      co_await finish([]() -> task<> {
+        co_await async_at(0, [] { throw std::logic_error("first"); });
+        co_await async_at(0, [] { throw std::logic_error("second"); });
+      });
+    });
+    ADD_FAILURE() << "the run did not fail";
+  } catch (const apgas::multiple_exceptions& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("2 activities failed; first: ", 0), 0U) << e.what();
+  } catch (const apgas::remote_exception& e) {
+    EXPECT_EQ(e.place(), 0U);
+    EXPECT_NE(e.text().find("(the first of 2 failures)"), std::string::npos) << e.what();
+  }
+}
+
 // at_each_place gathers one value per place, in place order, with every request in flight at
 // once; a failure at one place fails the call.
 TEST(places, at_each_place_gathers_a_value_from_every_place_in_order) {

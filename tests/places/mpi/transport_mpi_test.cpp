@@ -289,8 +289,15 @@ int run() {
   const std::uint64_t threaded_mpi =
       after_threaded.mpi_messages_sent - after_single.mpi_messages_sent;
 
-  // 2. Barrier correctness.
+  // 2. Barrier correctness; all_gather gives every rank's value, in rank order.
   const int checked = barriers(*t, s);
+  for (std::uint64_t round = 0; round < 3; ++round) {
+    const std::vector<std::uint64_t> all = t->all_gather(1000 * round + s.here);
+    for (place_id k = 0; k < p; ++k)
+      if (all.size() != p || all[k] != 1000 * round + k)
+        s.fail("all_gather round " + std::to_string(round) + ": wrong value of rank " +
+               std::to_string(k));
+  }
   poll_until(
       *t, [&] { return t->quiescent(); }, "quiescence"); // last sends complete soon
   const transport_stats final_stats = t->stats();

@@ -167,6 +167,15 @@ public:
   /// first, waits until the network has taken every sealed buffer (see max_outstanding_sends),
   /// and keeps polling (calling the handler) while it waits. pre: not from a handler.
   virtual void barrier() = 0;
+
+  /// @brief Collective, like barrier(): every place gives one value and gets every place's, in
+  /// place order, once all gave theirs (polling meanwhile). The runtime's start-up checks with
+  /// it that every place runs the same build. The default serves a transport of one place.
+  /// pre: not from a handler. Throws std::logic_error for several places if not overridden.
+  virtual std::vector<std::uint64_t> all_gather(std::uint64_t value) {
+    if (places() != 1) throw std::logic_error("apgas: this transport has no all_gather");
+    return {value};
+  }
 };
 
 } // namespace apgas::detail

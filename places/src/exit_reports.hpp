@@ -1,0 +1,35 @@
+// How a place ends when the job is stopped or the program fails: with one line the user reads.
+//
+//   SIGTERM, SIGINT        "apgas: place 1: stopped by SIGTERM", then the signal's default
+//                          action (mpiexec passes the signal on to every rank, Slurm's scancel
+//                          sends SIGTERM to every task: each place says so once)
+//   uncaught exception     "apgas: place 1: uncaught apgas::remote_exception: at place 1: ...",
+//                          then exit code 1 (std::terminate's abort would make Open MPI print a
+//                          backtrace at every rank)
+//
+// Nothing keeps a place alive: a signal still ends it, as it would without the handler.
+#pragma once
+
+#include "apgas/detail/transport.hpp"
+
+#include <exception>
+
+namespace apgas::detail {
+
+/// @brief Installs the reports for the runtime's lifetime and restores what was there before.
+/// A signal the program handles or ignores itself (anything but SIG_DFL) is left alone.
+/// One at a time per process. Thread-safety: construct and destroy on one thread.
+class exit_reports {
+public:
+  explicit exit_reports(place_id here);
+  exit_reports(const exit_reports&) = delete;
+  exit_reports& operator=(const exit_reports&) = delete;
+  ~exit_reports();
+
+private:
+  std::terminate_handler m_previous_terminate;
+  bool m_installed_term = false;
+  bool m_installed_int = false;
+};
+
+} // namespace apgas::detail

@@ -1,0 +1,73 @@
+# The installed apgas as a user gets it: installs the build tree into ${WORK}/prefix, builds
+# docs/examples as a project of its own against it (find_package(apgas)), and hello_places.cpp
+# with the flags pkg-config gives; runs each at 1 place and hello_places at 2 places.
+#
+#   -DBUILD_DIR= -DSOURCE_DIR= -DWORK= -DGENERATOR= -DCXX= -DBUILD_TYPE= -DCXX_FLAGS=
+#   -DLINKER_FLAGS= -DLIBDIR= -DPKG_CONFIG= -DMPIEXEC= -DMPIEXEC_FLAGS=a|b|c
+cmake_minimum_required(VERSION 3.25)
+string(REPLACE "|" ";" mpiexec_flags "${MPIEXEC_FLAGS}")
+set(prefix "${WORK}/prefix")
+
+function(step what)
+  message("-- ${what}")
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc STREQUAL "0")
+    message(FATAL_ERROR "${what} failed (${rc}):\n${out}")
+  endif()
+endfunction()
+
+# Runs a program, which must exit with 0 and print something matching `regex`.
+function(expect what regex)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
+                  TIMEOUT 120)
+  message("-- ${what}: ${out}")
+  if(NOT rc STREQUAL "0" OR NOT out MATCHES "${regex}")
+    message(FATAL_ERROR "${what}: exit code ${rc}, expected 0 and output matching `${regex}`\n"
+                        "${out}${err}")
+  endif()
+endfunction()
+
+file(REMOVE_RECURSE "${WORK}")
+step("cmake --install" ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
+foreach(file lib/cmake/apgas/apgasConfig.cmake lib/cmake/apgas/apgasConfigVersion.cmake
+        lib/pkgconfig/apgas.pc include/apgas/apgas.hpp bin/apgasrun)
+  string(REPLACE "lib/" "${LIBDIR}/" file "${file}")
+  if(NOT EXISTS "${prefix}/${file}")
+    message(FATAL_ERROR "not installed: ${file}")
+  endif()
+endforeach()
+# The transport's private headers stay in the source tree.
+file(GLOB_RECURSE private "${prefix}/include/*transport_mpi.hpp" "${prefix}/include/*coalescer.hpp")
+if(private)
+  message(FATAL_ERROR "private headers installed: ${private}")
+endif()
+
+# find_package(apgas): docs/examples on its own. Only the prefix: no path into this tree.
+step("configure docs/examples against the installed apgas"
+     ${CMAKE_COMMAND} -S "${SOURCE_DIR}/docs/examples" -B "${WORK}/examples" -G "${GENERATOR}"
+     "-DCMAKE_CXX_COMPILER=${CXX}" "-DCMAKE_BUILD_TYPE=${BUILD_TYPE}"
+     "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${LINKER_FLAGS}"
+     "-DCMAKE_PREFIX_PATH=${prefix}")
+step("build docs/examples" ${CMAKE_COMMAND} --build "${WORK}/examples")
+set(bin "${WORK}/examples")
+expect("hello_finish" "counter = 200, fib\\(25\\) = 75025" "${bin}/hello_finish" --threads 2)
+expect("hello_places" "1 place\\(s\\): total = 11" "${bin}/hello_places" --threads 2)
+expect("hello_places, 2 places" "2 place\\(s\\): total = 22"
+       ${MPIEXEC} -n 2 ${mpiexec_flags} "${bin}/hello_places" --threads 1)
+
+# pkg-config: one compiler call, as a Makefile would make it.
+set(ENV{PKG_CONFIG_PATH} "${prefix}/${LIBDIR}/pkgconfig")
+execute_process(COMMAND "${PKG_CONFIG}" --cflags --libs apgas RESULT_VARIABLE rc
+                OUTPUT_VARIABLE flags ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT rc STREQUAL "0")
+  message(FATAL_ERROR "pkg-config --cflags --libs apgas failed: ${err}")
+endif()
+message("-- pkg-config --cflags --libs apgas: ${flags}")
+separate_arguments(flags UNIX_COMMAND "${flags}")
+separate_arguments(cxx_flags UNIX_COMMAND "${CXX_FLAGS} ${LINKER_FLAGS}")
+step("compile hello_places.cpp with pkg-config's flags"
+     "${CXX}" -std=c++20 ${cxx_flags} "${SOURCE_DIR}/docs/examples/hello_places.cpp" ${flags}
+     -o "${WORK}/hello_places_pc")
+expect("hello_places (pkg-config)" "1 place\\(s\\): total = 11" "${WORK}/hello_places_pc")
+expect("hello_places (pkg-config), 2 places" "2 place\\(s\\): total = 22"
+       ${MPIEXEC} -n 2 ${mpiexec_flags} "${WORK}/hello_places_pc" --threads 1)
