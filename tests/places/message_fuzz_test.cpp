@@ -77,6 +77,9 @@ struct fuzzed_place {
     while ((sched.work_visible() || sched.parked_workers() != 1) &&
            std::chrono::steady_clock::now() < deadline)
       std::this_thread::yield();
+    // Joining the worker orders its last strand ends (which touch the proxies) before the
+    // modules free them; its going to sleep alone does not.
+    sched.stop();
     active_messages::set_current(nullptr);
     engine.reset();
   }
