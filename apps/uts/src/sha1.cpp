@@ -5,6 +5,7 @@
 #include <openssl/sha.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -16,15 +17,15 @@ namespace {
 constexpr std::size_t k_block = 64;
 
 void put_be32(std::uint8_t* at, std::uint32_t v) noexcept {
-  at[0] = static_cast<std::uint8_t>(v >> 24);
-  at[1] = static_cast<std::uint8_t>(v >> 16);
-  at[2] = static_cast<std::uint8_t>(v >> 8);
-  at[3] = static_cast<std::uint8_t>(v);
+  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap32(v);
+  std::memcpy(at, &v, 4);
 }
 
 std::uint32_t get_be32(const std::uint8_t* at) noexcept {
-  return (static_cast<std::uint32_t>(at[0]) << 24) | (static_cast<std::uint32_t>(at[1]) << 16) |
-         (static_cast<std::uint32_t>(at[2]) << 8) | static_cast<std::uint32_t>(at[3]);
+  std::uint32_t v;
+  std::memcpy(&v, at, 4);
+  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap32(v);
+  return v;
 }
 
 /// The input of rng_spawn: parent state, then the index in big-endian.
@@ -132,22 +133,36 @@ public:
 private:
   static std::uint32_t rotl(std::uint32_t x, int n) noexcept { return (x << n) | (x >> (32 - n)); }
   void compile() noexcept {
-    std::uint32_t w[80];
+    std::uint32_t w[16]; // the message schedule, 16 words rolling
     for (int i = 0; i < 16; ++i) w[i] = get_be32(m_buffer + 4 * i);
-    for (int i = 16; i < 80; ++i) w[i] = rotl(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
     std::uint32_t a = m_h[0], b = m_h[1], c = m_h[2], d = m_h[3], e = m_h[4];
-    const auto round = [&](std::uint32_t f, std::uint32_t k, std::uint32_t wi) {
-      const std::uint32_t t = rotl(a, 5) + f + e + k + wi;
+    // Unrolled, as the reference's macros do: the round's function and constant are then known.
+#pragma GCC unroll 80
+    for (int i = 0; i < 80; ++i) {
+      if (i >= 16)
+        w[i & 15] = rotl(w[(i - 3) & 15] ^ w[(i - 8) & 15] ^ w[(i - 14) & 15] ^ w[i & 15], 1);
+      std::uint32_t f = 0;
+      std::uint32_t k = 0;
+      if (i < 20) {
+        f = d ^ (b & (c ^ d));
+        k = 0x5A827999;
+      } else if (i < 40) {
+        f = b ^ c ^ d;
+        k = 0x6ED9EBA1;
+      } else if (i < 60) {
+        f = (b & c) | (d & (b | c));
+        k = 0x8F1BBCDC;
+      } else {
+        f = b ^ c ^ d;
+        k = 0xCA62C1D6;
+      }
+      const std::uint32_t t = rotl(a, 5) + f + e + k + w[i & 15];
       e = d;
       d = c;
       c = rotl(b, 30);
       b = a;
       a = t;
-    };
-    for (int i = 0; i < 20; ++i) round((b & c) | (~b & d), 0x5A827999, w[i]);
-    for (int i = 20; i < 40; ++i) round(b ^ c ^ d, 0x6ED9EBA1, w[i]);
-    for (int i = 40; i < 60; ++i) round((b & c) | (b & d) | (c & d), 0x8F1BBCDC, w[i]);
-    for (int i = 60; i < 80; ++i) round(b ^ c ^ d, 0xCA62C1D6, w[i]);
+    }
     m_h[0] += a;
     m_h[1] += b;
     m_h[2] += c;
