@@ -87,7 +87,7 @@ struct test_bag {
   }
   template <class A>
   void serialize(A& a) {
-    a & w & ranges;
+    a& w& ranges;
   }
 
 private:
@@ -118,7 +118,8 @@ struct make_bag {
       if (hi > lo) b.ranges.emplace_back(lo, hi);
       break;
     }
-    case layout::nowhere: break;
+    case layout::nowhere:
+      break;
     }
     return b;
   }
@@ -126,8 +127,9 @@ struct make_bag {
 
 /// Runs GLB on `w` laid out as `where` and checks that every id was processed exactly once
 /// and that the statistics add up. @return the statistics.
-apgas::glb::run_stats run_and_check(const workload& w, layout where,
-                                    apgas::glb::parameters params = apgas::glb::default_parameters()) {
+apgas::glb::run_stats
+run_and_check(const workload& w, layout where,
+              apgas::glb::parameters params = apgas::glb::default_parameters()) {
   const auto out = g_rt->run(apgas::glb::run_with_stats(params, make_bag{}, w, where));
   const std::uint32_t expected_total = where == layout::nowhere ? 0 : w.total;
   std::uint64_t processed = 0;
