@@ -1,4 +1,4 @@
-// The SHA-1 implementations of uts_sha1.hpp.
+// The SHA-1 implementations of uts_sha1.hpp that call OpenSSL, and the portable one.
 #define OPENSSL_SUPPRESS_DEPRECATED // SHA1_Init etc.: deprecated in OpenSSL 3, still the fastest
 #include "apgas_apps/uts_sha1.hpp"
 #include <openssl/evp.h>

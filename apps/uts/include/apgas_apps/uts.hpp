@@ -104,7 +104,9 @@ private:
   }
   int geometric(const digest& s, std::uint32_t depth) const noexcept {
     const double log_q = depth < m_log_q.size() ? m_log_q[depth] : log_one_minus_p(depth);
-    return static_cast<int>(std::floor(std::log(1.0 - probability(s)) / log_q));
+    // The reference's floor(log(1 - u) / log(1 - p)): both logs are at most 0, so the quotient
+    // is at least 0 and truncation is floor (and cheaper without SSE4.1's roundsd).
+    return static_cast<int>(std::log(1.0 - probability(s)) / log_q);
   }
   /// log(1 - p) for the geometric distribution of mean b_i at `depth`, p = 1 / (1 + b_i).
   double log_one_minus_p(std::uint32_t depth) const noexcept;
@@ -127,6 +129,8 @@ template <class Hash>
 class basic_bag {
 public:
   using result_type = result;
+  /// @brief Children hashed together, at most.
+  static constexpr std::size_t k_batch = 4;
 
   /// @brief The children [lower, upper) of a node still to be visited.
   struct interval {
@@ -155,14 +159,37 @@ public:
       ++done;
     }
     while (done < n && !m_stack.empty()) {
+      if (m_stack.back().upper - m_stack.back().lower == 1 && m_stack.size() >= 2 &&
+          n - done >= 2) {
+        // The top node's last child, hashed together with a child of the node below it.
+        interval& top = m_stack.back();
+        interval& below = m_stack[m_stack.size() - 2];
+        const std::uint32_t a = --top.upper;
+        const std::uint32_t b = --below.upper;
+        const std::uint32_t depth_a = top.depth + 1;
+        const std::uint32_t depth_b = below.depth + 1;
+        digest child_a, child_b;
+        two_children<Hash>(top.state, a, below.state, b, child_a, child_b);
+        m_stack.pop_back(); // the top is done
+        if (m_stack.back().upper == m_stack.back().lower) m_stack.pop_back();
+        visit(child_b, depth_b, r);
+        visit(child_a, depth_a, r);
+        done += 2;
+        continue;
+      }
+      // Up to k_batch children of the top node at once (hashed together where Hash can), an
+      // even number unless it is the last: a last one pairs with the node below (above).
       interval& top = m_stack.back();
-      const std::uint32_t index = --top.upper;
+      const std::size_t left = top.upper - top.lower;
+      const auto k = static_cast<unsigned>(std::min<std::size_t>(
+          {k_batch, left > 2 && left < k_batch ? left & ~std::size_t{1} : left, n - done}));
+      top.upper -= k;
       const std::uint32_t depth = top.depth + 1;
-      digest child;
-      Hash::child(top.state, index, child);
+      digest children[k_batch];
+      children_of<Hash>(top.state, top.upper, k, children);
       if (top.upper == top.lower) m_stack.pop_back(); // before visit() pushes
-      visit(child, depth, r);
-      ++done;
+      for (unsigned i = k; i-- > 0;) visit(children[i], depth, r);
+      done += k;
     }
     return done;
   }

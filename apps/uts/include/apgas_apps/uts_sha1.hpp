@@ -4,10 +4,14 @@
 // 24 or 20 bytes: one SHA-1 block once padded.
 //
 // Several implementations, all giving the same digests, so that they can be measured against
-// each other on the same tree (bench/glb/uts_bench.cpp):
+// each other on the same tree (bench/glb/uts_sha1.cpp):
+//   sha1_shani          the CPU's SHA instructions (x86 SHA extensions) on several children of
+//                       a node at once, their instruction streams interleaved: one hash is a
+//                       chain of dependent instructions, two chains keep the unit busier. The
+//                       one UTS uses; without SHA instructions it falls back to the next.
 //   sha1_openssl_block  OpenSSL's compression function (SHA1_Transform, which uses the CPU's
 //                       SHA instructions where they exist) on the block padded here: no
-//                       per-call setup at all. The one UTS uses.
+//                       per-call setup at all.
 //   sha1_openssl        OpenSSL's SHA1_Init / SHA1_Update / SHA1_Final.
 //   sha1_evp            OpenSSL 3's EVP interface, with the digest fetched once and a context
 //                       reused by each thread.
@@ -24,24 +28,84 @@ namespace apgas_apps::uts {
 /// @brief A node's random state: a SHA-1 digest.
 using digest = std::array<std::uint8_t, 20>;
 
-#define APGAS_UTS_SHA1(name)                                                                       \
-  struct name {                                                                                    \
-    static const char* const k_name;                                                               \
-    /** The state of child `index` of the node whose state is `parent`. */                         \
-    static void child(const digest& parent, std::uint32_t index, digest& out) noexcept;            \
-    /** The root's state for `seed`. */                                                            \
-    static void root(std::int32_t seed, digest& out) noexcept;                                     \
+/// @brief OpenSSL's compression function on a block padded here.
+struct sha1_openssl_block {
+  static const char* const k_name;
+  /// @brief The state of child `index` of the node whose state is `parent`.
+  static void child(const digest& parent, std::uint32_t index, digest& out) noexcept;
+  /// @brief The root's state for `seed`.
+  static void root(std::int32_t seed, digest& out) noexcept;
+};
+
+/// @brief OpenSSL's SHA1_Init / SHA1_Update / SHA1_Final.
+struct sha1_openssl {
+  static const char* const k_name;
+  static void child(const digest& parent, std::uint32_t index, digest& out) noexcept;
+  static void root(std::int32_t seed, digest& out) noexcept;
+};
+
+/// @brief OpenSSL 3's EVP interface, the digest fetched once, a context per thread.
+struct sha1_evp {
+  static const char* const k_name;
+  static void child(const digest& parent, std::uint32_t index, digest& out) noexcept;
+  static void root(std::int32_t seed, digest& out) noexcept;
+};
+
+/// @brief OpenSSL's one-shot SHA1().
+struct sha1_oneshot {
+  static const char* const k_name;
+  static void child(const digest& parent, std::uint32_t index, digest& out) noexcept;
+  static void root(std::int32_t seed, digest& out) noexcept;
+};
+
+/// @brief Plain C++, as the UTS reference's rng_spawn uses its SHA-1.
+struct sha1_portable {
+  static const char* const k_name;
+  static void child(const digest& parent, std::uint32_t index, digest& out) noexcept;
+  static void root(std::int32_t seed, digest& out) noexcept;
+};
+
+/// @brief The CPU's SHA instructions, two hashes at a time (their instruction streams
+/// interleaved); sha1_openssl_block where the CPU has none.
+struct sha1_shani {
+  static const char* const k_name;
+  /// @brief The states of children first .. first + count - 1 of `parent`, into out[0..count).
+  static void children(const digest& parent, std::uint32_t first, unsigned count,
+                       digest* out) noexcept;
+  /// @brief Child a of parent_a and child b of parent_b, together.
+  static void two(const digest& parent_a, std::uint32_t a, const digest& parent_b, std::uint32_t b,
+                  digest& out_a, digest& out_b) noexcept;
+  static void child(const digest& parent, std::uint32_t index, digest& out) noexcept;
+  static void root(std::int32_t seed, digest& out) noexcept;
+  /// @brief True if this CPU has them (else the OpenSSL path runs).
+  static bool uses_sha_instructions() noexcept;
+};
+
+/// @brief The states of children first .. first + count - 1 of `parent`: several at once if
+/// Hash can, else one by one.
+template <class Hash>
+inline void children_of(const digest& parent, std::uint32_t first, unsigned count,
+                        digest* out) noexcept {
+  if constexpr (requires { Hash::children(parent, first, count, out); }) {
+    Hash::children(parent, first, count, out);
+  } else {
+    for (unsigned i = 0; i < count; ++i) Hash::child(parent, first + i, out[i]);
   }
+}
 
-APGAS_UTS_SHA1(sha1_openssl_block);
-APGAS_UTS_SHA1(sha1_openssl);
-APGAS_UTS_SHA1(sha1_evp);
-APGAS_UTS_SHA1(sha1_oneshot);
-APGAS_UTS_SHA1(sha1_portable);
-
-#undef APGAS_UTS_SHA1
+/// @brief Child a of parent_a and child b of parent_b: together if Hash can.
+template <class Hash>
+inline void two_children(const digest& parent_a, std::uint32_t a, const digest& parent_b,
+                         std::uint32_t b, digest& out_a, digest& out_b) noexcept {
+  if constexpr (requires { Hash::two(parent_a, a, parent_b, b, out_a, out_b); }) {
+    Hash::two(parent_a, a, parent_b, b, out_a, out_b);
+  } else {
+    Hash::child(parent_a, a, out_a);
+    Hash::child(parent_b, b, out_b);
+  }
+}
 
 /// @brief The implementation UTS uses.
-using sha1_fast = sha1_openssl_block;
+using sha1_fast = sha1_shani;
 
 } // namespace apgas_apps::uts
