@@ -120,7 +120,14 @@ int main(int argc, char** argv) {
     r.extra.add("imbalance", out.stats.imbalance());
     r.extra.add("steals_attempted", t.steals_attempted)
         .add("steals_successful", t.steals_successful);
+    r.extra.add("lifeline_requests", t.lifeline_requests_sent);
     r.extra.add("lifeline_activations", t.lifeline_activations);
+    // GLB's own messages: steal requests, their answers (one each) and lifeline registrations.
+    const double per_place = 1.0 / static_cast<double>(rt.places());
+    r.extra.add("glb_messages_per_place",
+                static_cast<double>(2 * t.steals_attempted + t.lifeline_requests_sent) * per_place);
+    r.extra.add("lifeline_activations_per_place",
+                static_cast<double>(t.lifeline_activations) * per_place);
     r.extra.add("glb_seconds", out.stats.seconds);
     return r;
   });
