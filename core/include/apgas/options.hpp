@@ -78,12 +78,12 @@ enum class finish_pattern : std::uint8_t {
     "order inside the place")                                                                      \
   X(unsigned, glb_n, 511, 1, 1'000'000'000, "--glb-n", "APGAS_GLB_N", "N",                         \
     "GLB: items a bag processes between two looks at steal requests")                              \
-  X(unsigned, glb_w, 0, 1, 1'000'000, "--glb-w", "APGAS_GLB_W", "N",                               \
-    "GLB: random steals of a place out of work before it waits on its lifelines (auto: z)")        \
+  X(unsigned, glb_w, 0, 0, 1'000'000, "--glb-w", "APGAS_GLB_W", "N",                               \
+    "GLB: random steals of a place out of work before it waits on its lifelines (0: z)")           \
   X(unsigned, glb_l, 32, 2, 1U << 20, "--glb-l", "APGAS_GLB_L", "N",                               \
     "GLB: base of the lifeline graph (a cyclic hypercube of place ids in base l)")                 \
-  X(unsigned, glb_z, 0, 1, 64, "--glb-z", "APGAS_GLB_Z", "N",                                      \
-    "GLB: lifelines per place (auto: the smallest z with l^z >= places)")                          \
+  X(unsigned, glb_z, 0, 0, 64, "--glb-z", "APGAS_GLB_Z", "N",                                      \
+    "GLB: lifelines per place (0: the smallest z with l^z >= places)")                             \
   X(unsigned, glb_m, 1024, 1, 1U << 24, "--glb-m", "APGAS_GLB_M", "N",                             \
     "GLB: random victims a place draws at the start of a run (steals pick among them)")            \
   X(bool, glb_tree, true, false, true, "--glb-tree", "APGAS_GLB_TREE", "yes|no",                   \
