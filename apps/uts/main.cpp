@@ -129,6 +129,8 @@ int main(int argc, char** argv) {
     r.extra.add("lifeline_activations_per_place",
                 static_cast<double>(t.lifeline_activations) * per_place);
     r.extra.add("glb_seconds", out.stats.seconds);
+    // The share of the run the places had work (1.0: no place ever waited for work).
+    r.extra.add("busy_fraction", t.busy_seconds / (t.busy_seconds + t.idle_seconds));
     return r;
   });
 }

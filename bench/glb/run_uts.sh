@@ -4,7 +4,8 @@
 # 1 place x 1 worker. Each run of the uts app times its sequential search too, so every line's
 # efficiency compares two measurements made moments apart: speedup over the sequential search
 # per core used, places x workers but at most the machine's cores (4 places on 2 cores have 2).
-# Prints one line per run and the median per configuration, with GLB's messages and lifeline
+# Prints one line per run and the median per configuration, with the busiest place's items over
+# the mean, the share of the run the places had work (busy), and GLB's messages and lifeline
 # activations per place. On a shared machine, other jobs' load shows in the figures: the load
 # average is printed first.
 #
@@ -50,20 +51,20 @@ for r in runs:
     used = min(r["places"] * r["threads"], cores)
     r["efficiency"] = r["seq_seconds"] / r["seconds"] / used if r.get("seq_seconds") else 0
 print(f"{'places x workers':>16} {'seconds':>8} {'seq s':>7} {'M nodes/s':>10} {'efficiency':>10} "
-      f"{'busiest/mean':>12} {'glb msgs/place':>14} {'lifeline act./place':>19}")
+      f"{'busiest/mean':>12} {'busy':>6} {'glb msgs/place':>14} {'lifeline act./place':>19}")
 by = {}
 for r in runs:
     key = (r["places"], r["threads"])
     by.setdefault(key, []).append(r)
     print(f"{r['places']:>8} x {r['threads']:<5} {r['seconds']:>8.3f} {r.get('seq_seconds', 0):>7.3f} "
           f"{r['nodes_per_second'] / 1e6:>10.2f} {100 * r.get('efficiency', 0):>9.1f}% "
-          f"{r['imbalance']:>12.3f} {r['glb_messages_per_place']:>14.1f} "
+          f"{r['imbalance']:>12.3f} {100 * r['busy_fraction']:>5.1f}% {r['glb_messages_per_place']:>14.1f} "
           f"{r['lifeline_activations_per_place']:>19.1f}" + ("" if r["verified"] else "  FAILED"))
 print("medians:")
 for (p, t), rs in sorted(by.items()):
     med = lambda k: statistics.median(x.get(k, 0) for x in rs)
     print(f"{p:>8} x {t:<5} {med('seconds'):>8.3f} {med('seq_seconds'):>7.3f} "
           f"{med('nodes_per_second') / 1e6:>10.2f} {100 * med('efficiency'):>9.1f}% "
-          f"{med('imbalance'):>12.3f} {med('glb_messages_per_place'):>14.1f} "
+          f"{med('imbalance'):>12.3f} {100 * med('busy_fraction'):>5.1f}% {med('glb_messages_per_place'):>14.1f} "
           f"{med('lifeline_activations_per_place'):>19.1f}")
 PY
