@@ -25,9 +25,15 @@
 // and one active message, counted: the loot a place sends along a lifeline is an async_at
 // (deal_fn below) under the run's finish, which starts the loot as an activity at the thief.
 //
-// Termination: one finish at place 0 governs every activity of the run (the start tree, the
-// bags' activities, their local asyncs, the lifeline deliveries), and it ends when they have all
-// ended; it never ends early, and work is never lost. Why, with most GLB messages uncounted:
+// Termination: one finish, at the place that called glb::run, governs every activity of the
+// run (the start tree, the bags' activities, their local asyncs, the lifeline deliveries), and
+// it ends when they have all ended; it never ends early, and work is never lost. The
+// distributed finish (places/src/distributed_finish.hpp) counts exactly the activities that
+// async_at starts, each before it leaves its sender; the GLB module's messages go through the
+// transport alone (place_engine::net()), so no finish sees them. A thief waiting for its answer
+// is still a strand of its place's part of the finish (steal_awaiter suspends it as an `at`
+// suspends its caller), so that part cannot go quiet meanwhile. Why, with most GLB messages
+// uncounted:
 // an activity ends only with an empty bag, so all work not yet done is always in (1) the bag
 // of a live activity, (2) random loot in flight, or (3) lifeline loot in flight. (3) is an
 // activity of the finish, counted by its sender before it leaves. (2) was sent in answer to a
