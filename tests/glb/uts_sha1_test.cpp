@@ -1,5 +1,6 @@
-// UTS's SHA-1 implementations give the same digests: the interleaved SHA-instruction one (on
-// siblings and on pairs of different parents), OpenSSL's paths and the portable one, and the
+// UTS's SHA-1 implementations give the same digests: the AVX-512 one (16 lanes, any parents),
+// the interleaved SHA-instruction one (on siblings and on pairs of different parents), OpenSSL's
+// paths and the portable one, and the
 // known SHA-1 of the root of T1 (seed 19).
 #include "apgas_apps/uts.hpp"
 #include <gtest/gtest.h>
@@ -43,6 +44,29 @@ TEST(uts_sha1, every_implementation_gives_the_same_children) {
     EXPECT_EQ(hex(got), hex(want));
     uts::sha1_shani::child(parent, index, got);
     EXPECT_EQ(hex(got), hex(want));
+    uts::sha1_avx512::child(parent, index, got);
+    EXPECT_EQ(hex(got), hex(want));
+  }
+}
+
+TEST(uts_sha1, many_hashed_in_lanes_match_one_at_a_time) {
+  // Different parents per lane, counts around the 16 lanes (partial and several rounds).
+  uts::digest parents[40];
+  for (std::uint32_t i = 0; i < 40; ++i) parents[i] = some_state(i + 77);
+  for (unsigned count : {1U, 2U, 7U, 15U, 16U, 17U, 33U, 40U}) {
+    const uts::digest* p[40];
+    std::uint32_t index[40];
+    for (unsigned i = 0; i < count; ++i) {
+      p[i] = &parents[(i * 7) % 40];
+      index[i] = 1000 * i + count;
+    }
+    uts::digest out[40];
+    uts::sha1_avx512::many(p, index, count, out);
+    for (unsigned i = 0; i < count; ++i) {
+      uts::digest want;
+      uts::sha1_portable::child(*p[i], index[i], want);
+      EXPECT_EQ(hex(out[i]), hex(want)) << "lane " << i << " of " << count;
+    }
   }
 }
 
@@ -84,8 +108,9 @@ TEST(uts_sha1, the_portable_digest_of_20_zero_bytes_is_sha1s) {
 }
 
 TEST(uts_sha1, the_instructions_are_used_where_the_cpu_has_them) {
-  std::printf("sha1_shani uses the CPU's SHA instructions: %s\n",
-              uts::sha1_shani::uses_sha_instructions() ? "yes" : "no (OpenSSL path)");
+  std::printf("sha1_shani uses the CPU's SHA instructions: %s; sha1_avx512 uses AVX-512: %s\n",
+              uts::sha1_shani::uses_sha_instructions() ? "yes" : "no (OpenSSL path)",
+              uts::sha1_avx512::uses_avx512() ? "yes" : "no (SHA-instruction path)");
 }
 
 } // namespace

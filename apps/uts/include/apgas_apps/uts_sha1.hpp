@@ -5,10 +5,13 @@
 //
 // Several implementations, all giving the same digests, so that they can be measured against
 // each other on the same tree (bench/glb/uts_sha1.cpp):
-//   sha1_shani          the CPU's SHA instructions (x86 SHA extensions) on several children of
-//                       a node at once, their instruction streams interleaved: one hash is a
-//                       chain of dependent instructions, two chains keep the unit busier. The
-//                       one UTS uses; without SHA instructions it falls back to the next.
+//   sha1_avx512         16 hashes at once, one per 32-bit lane of AVX-512 registers: UTS has
+//                       many children pending at any time. The one UTS uses; without AVX-512
+//                       it falls back to the next.
+//   sha1_shani          the CPU's SHA instructions (x86 SHA extensions), two hashes at once,
+//                       their instruction streams interleaved: one hash is a chain of
+//                       dependent instructions, two chains keep the unit busier. Without SHA
+//                       instructions it falls back to the next.
 //   sha1_openssl_block  OpenSSL's compression function (SHA1_Transform, which uses the CPU's
 //                       SHA instructions where they exist) on the block padded here: no
 //                       per-call setup at all.
@@ -81,6 +84,20 @@ struct sha1_shani {
   static bool uses_sha_instructions() noexcept;
 };
 
+/// @brief AVX-512: up to 16 hashes at once, one per 32-bit lane; sha1_shani where the CPU has no
+/// AVX-512.
+struct sha1_avx512 {
+  static const char* const k_name;
+  /// @brief The states of child index[i] of the node whose state is *parent[i], into out[i],
+  /// for i < count (any count; 16 at a time).
+  static void many(const digest* const* parent, const std::uint32_t* index, unsigned count,
+                   digest* out) noexcept;
+  static void child(const digest& parent, std::uint32_t index, digest& out) noexcept;
+  static void root(std::int32_t seed, digest& out) noexcept;
+  /// @brief True if this CPU has AVX-512 (else the SHA-instruction path runs).
+  static bool uses_avx512() noexcept;
+};
+
 /// @brief The states of children first .. first + count - 1 of `parent`: several at once if
 /// Hash can, else one by one.
 template <class Hash>
@@ -88,6 +105,18 @@ inline void children_of(const digest& parent, std::uint32_t first, unsigned coun
                         digest* out) noexcept {
   if constexpr (requires { Hash::children(parent, first, count, out); }) {
     Hash::children(parent, first, count, out);
+  } else if constexpr (requires { Hash::many(nullptr, nullptr, 0U, nullptr); }) {
+    constexpr unsigned k_chunk = 16;
+    const digest* parents[k_chunk];
+    std::uint32_t index[k_chunk];
+    for (unsigned done = 0; done < count; done += k_chunk) {
+      const unsigned k = count - done < k_chunk ? count - done : k_chunk;
+      for (unsigned i = 0; i < k; ++i) {
+        parents[i] = &parent;
+        index[i] = first + done + i;
+      }
+      Hash::many(parents, index, k, out + done);
+    }
   } else {
     for (unsigned i = 0; i < count; ++i) Hash::child(parent, first + i, out[i]);
   }
@@ -106,6 +135,6 @@ inline void two_children(const digest& parent_a, std::uint32_t a, const digest& 
 }
 
 /// @brief The implementation UTS uses.
-using sha1_fast = sha1_shani;
+using sha1_fast = sha1_avx512;
 
 } // namespace apgas_apps::uts
