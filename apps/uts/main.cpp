@@ -120,8 +120,10 @@ int main(int argc, char** argv) {
     }
     const apgas::glb::place_stats t = out.stats.total();
     r.details.push_back(
-        fmt::format("balance: nodes per place [{}], busiest place {:.3f} x the mean",
-                    join_items(out.stats), out.stats.imbalance()));
+        fmt::format("balance: nodes per place [{}], busiest place {:.3f} x the mean; the "
+                    "places had work {:.1f}% of the run",
+                    join_items(out.stats), out.stats.imbalance(),
+                    100.0 * t.busy_seconds / (t.busy_seconds + t.idle_seconds)));
     const std::string table = out.stats.table();
     for (std::size_t at = 0; at < table.size();) {
       const std::size_t end = table.find('\n', at);
