@@ -253,9 +253,9 @@ private:
   /// Visits up to min(n, k_many) pending children, from the top node down, hashed together.
   /// Taken from the top first, so that every node above the lowest one touched is done with.
   std::size_t visit_many(std::size_t n, result& r) {
-    const digest* parents[k_many];
-    std::uint32_t index[k_many];
-    std::uint32_t depth[k_many];
+    const digest* parents[k_many] = {};
+    std::uint32_t index[k_many] = {};
+    std::uint32_t depth[k_many] = {};
     const std::size_t most = std::min(n, k_many);
     std::size_t k = 0;
     for (std::size_t i = m_stack.size(); i-- > 0 && k < most;) {
