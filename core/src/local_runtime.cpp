@@ -70,7 +70,10 @@ void local_runtime::progress_loop() {
         "apgas progress: place {} of {}, {:.2f} s: {} spawns ({:.1f} M/s), {} steals, {} parks, "
         "{} injected",
         m_place, m_places, seconds, c.spawns, rate / 1e6, c.steals, c.parks, c.injected);
-    if (m_progress_extra) line += "; " + m_progress_extra();
+    if (m_progress_extra) {
+      const std::string extra = m_progress_extra();
+      if (!extra.empty()) line += "; " + extra;
+    }
     line += '\n';
     std::fputs(line.c_str(), stderr);
   }

@@ -191,6 +191,17 @@ std::string place_engine::describe_stats() const {
   return s;
 }
 
+std::string place_engine::progress_text() const {
+  std::string s;
+  for (const describer& d : m_progress) {
+    const std::string clause = d.fn(d.module);
+    if (clause.empty()) continue;
+    if (!s.empty()) s += "; ";
+    s += clause;
+  }
+  return s;
+}
+
 void place_engine::dump_state() const noexcept {
   try {
     const std::string state = describe_state();

@@ -110,14 +110,18 @@ void runtime::start(const options& opts, int* argc, char*** argv) {
   detail::active_messages::set_current(modules.messages);
   m_local->sched().set_network(m_engine.get());
   m_local->set_place_label(here(), places());
-  if (places() > 1) {
-    m_local->set_progress_extra([] {
+  m_local->set_progress_extra([engine = m_engine.get()] {
+    std::string s;
+    if (engine->places() > 1) {
       const message_counts c = local_message_counts(); // relaxed reads: any thread
-      return fmt::format("messages out {} ({} MPI), in {}; activities sent {}, finish reports {}",
-                         c.logical_messages_sent, c.mpi_messages_sent, c.logical_messages_received,
-                         c.activities_sent, c.finish_reports_sent);
-    });
-  }
+      s = fmt::format("messages out {} ({} MPI), in {}; activities sent {}, finish reports {}",
+                      c.logical_messages_sent, c.mpi_messages_sent, c.logical_messages_received,
+                      c.activities_sent, c.finish_reports_sent);
+    }
+    const std::string modules = engine->progress_text(); // GLB's items per second, ...
+    if (!modules.empty()) s += (s.empty() ? "" : "; ") + modules;
+    return s;
+  });
   detail::place_engine::install_dump_signal();
   m_engine->barrier(); // every place is ready before any sends work
 }

@@ -82,7 +82,19 @@ enum class finish_pattern : std::uint8_t {
   X(unsigned, clock_all_to_all_places, 16, 0, 1U << 20, "--clock-all-to-all-places",               \
     "APGAS_CLOCK_ALL_TO_ALL_PLACES", "N",                                                          \
     "clocks: up to N places every place tallies every phase report (a phase ends one message "     \
-    "after its last resume); beyond, the clock's home tallies and releases the places")
+    "after its last resume); beyond, the clock's home tallies and releases the places")    \
+  X(unsigned, glb_n, 511, 1, 1'000'000'000, "--glb-n", "APGAS_GLB_N", "N",                         \
+    "GLB: items a bag processes between two looks at steal requests")                              \
+  X(unsigned, glb_w, 0, 0, 1'000'000, "--glb-w", "APGAS_GLB_W", "N",                               \
+    "GLB: random steals of a place out of work before it waits on its lifelines (0: z)")           \
+  X(unsigned, glb_l, 32, 2, 1U << 20, "--glb-l", "APGAS_GLB_L", "N",                               \
+    "GLB: base of the lifeline graph (a cyclic hypercube of place ids in base l)")                 \
+  X(unsigned, glb_z, 0, 0, 64, "--glb-z", "APGAS_GLB_Z", "N",                                      \
+    "GLB: lifelines per place (0: the smallest z with l^z >= places)")                             \
+  X(unsigned, glb_m, 1024, 1, 1U << 24, "--glb-m", "APGAS_GLB_M", "N",                             \
+    "GLB: random victims a place draws at the start of a run (steals pick among them)")            \
+  X(bool, glb_tree, true, false, true, "--glb-tree", "APGAS_GLB_TREE", "yes|no",                   \
+    "GLB: places without work at the start also wait on a tree (place h feeds 3h+1..3h+3)")
 
 /// @brief Runtime settings. Defaults, then APGAS_* environment variables, then flags win. One
 /// member per line of APGAS_OPTIONS, with its default; help_text() says what each means.

@@ -134,6 +134,15 @@ public:
     for (const hook& h : m_after_delivery) h.fn(h.module);
   }
 
+  /// @brief `M::Method() const` adds a clause to this place's progress lines
+  /// (options::progress_ms), e.g. a protocol's throughput; empty: nothing to add. It runs on
+  /// the progress thread: it must only read thread-safe figures.
+  template <auto Method, class M>
+  void describes_progress_with(const M& module) {
+    m_progress.push_back({[](const void* m) { return (static_cast<const M*>(m)->*Method)(); },
+                          &module, std::string()});
+  }
+
   // ---- hints for idle workers ----
   /// @brief A message this place waits for (an `at` reply, a finish's reports) is on its way:
   /// idle workers keep polling longer before they park.
@@ -155,6 +164,9 @@ public:
   /// @brief What the modules hold open (a titled section each: open distributed finishes,
   /// suspended whens, ...), for a hung run: printed on SIGUSR1 (see install_dump_signal).
   std::string describe_state() const;
+  /// @brief The modules' clauses for a progress line (see describes_progress_with), joined
+  /// with "; "; empty if none has anything to say.
+  std::string progress_text() const;
   /// @brief Makes SIGUSR1 print this place's describe_state() at its next poll.
   static void install_dump_signal();
 
@@ -194,6 +206,7 @@ private:
   std::vector<predicate> m_expecting;
   std::vector<describer> m_describers;
   std::vector<describer> m_stats;
+  std::vector<describer> m_progress; ///< progress clauses (no title)
   /// Messages this place waits for (a hint for idle workers, see expect_message).
   spread_counter m_awaited;
   /// After the transport: destroyed first (they may send while they end).

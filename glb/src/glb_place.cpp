@@ -1,0 +1,293 @@
+// The lifeline protocol's state at one place (see apgas/detail/glb_place.hpp for the protocol
+// and its termination argument). Nothing here sends or polls while holding the place's lock: a
+// send may deliver messages (back-pressure), and their handlers take the lock.
+#include "apgas/detail/glb_place.hpp"
+
+#include "apgas/detail/place_engine.hpp"
+#include "apgas/detail/scheduler.hpp"
+
+#include "glb_module.hpp"
+
+#include <algorithm>
+
+namespace apgas::detail::glb {
+
+place_base::place_base(std::uint64_t run, const apgas::glb::parameters& resolved,
+                       place_engine& engine)
+    : m_run(run), m_params(resolved), m_engine(engine), m_module(glb_module::of(engine)),
+      m_here(engine.here()), m_places(engine.places()),
+      m_rng(0x6A09E667F3BCC909ULL ^ (run << 32) ^ engine.here()),
+      m_workers(engine.sched().worker_count()) {
+  if (m_places > 1) {
+    m_lifelines = lifelines_of(m_here, m_places, m_params.l, m_params.z);
+    m_victims = victims_of(m_here, m_places, m_params.m, m_rng);
+  }
+  m_registered.assign(m_lifelines.size(), false);
+  m_stats.place = m_here;
+  m_started_at = m_idle_since = clock::now();
+}
+
+place_base::~place_base() = default;
+
+// ---- working activities ----------------------------------------------------------------------
+
+void place_base::note_working_locked() noexcept {
+  if (m_working++ == 0) m_idle += clock::now() - m_idle_since;
+}
+
+void place_base::begin_start_work() {
+  std::lock_guard guard(m_lock);
+  note_working_locked();
+}
+
+void place_base::begin_local_work() {
+  std::lock_guard guard(m_lock);
+  ++m_working; // the caller works: the place was not idle
+  ++m_stats.local_splits;
+}
+
+void place_base::poll() noexcept { (void)m_engine.poll(); }
+
+void place_base::set_requests_locked() noexcept {
+  // relaxed: a hint for the working activities, which take the lock before acting on it.
+  m_requests.store(static_cast<std::uint32_t>(m_random_thieves.size() + m_lifeline_thieves.size()),
+                   std::memory_order_relaxed);
+}
+
+std::optional<request> place_base::take_request() {
+  std::lock_guard guard(m_lock);
+  std::optional<request> r;
+  if (!m_random_thieves.empty()) {
+    r = request{m_random_thieves.front(), false}; // the longest waiting first
+    m_random_thieves.erase(m_random_thieves.begin());
+  } else if (!m_lifeline_thieves.empty()) {
+    r = request{m_lifeline_thieves.back(), true};
+    m_lifeline_thieves.pop_back();
+  }
+  set_requests_locked();
+  return r;
+}
+
+void place_base::give_back(request r) {
+  {
+    std::lock_guard guard(m_lock);
+    if (r.lifeline) {
+      if (std::find(m_lifeline_thieves.begin(), m_lifeline_thieves.end(), r.thief) ==
+          m_lifeline_thieves.end())
+        m_lifeline_thieves.push_back(r.thief);
+      set_requests_locked();
+      return;
+    }
+    // Another working activity may split its bag; the last one to end refuses it otherwise.
+    if (m_working > 1 && !m_failed) {
+      m_random_thieves.push_back(r.thief);
+      set_requests_locked();
+      return;
+    }
+  }
+  send(r.thief, message::refusal);
+}
+
+void place_base::send_loot(place_id thief, std::uint64_t items, std::span<const std::byte> bag) {
+  {
+    std::lock_guard guard(m_lock);
+    ++m_stats.steals_served;
+    m_stats.loot_sent_items += items;
+    m_stats.loot_sent_bytes += bag.size();
+  }
+  send(thief, message::loot, bag);
+}
+
+void place_base::note_lifeline_loot(std::uint64_t items, std::size_t bytes) {
+  std::lock_guard guard(m_lock);
+  ++m_stats.lifeline_loot_sent;
+  m_stats.loot_sent_items += items;
+  m_stats.loot_sent_bytes += bytes;
+}
+
+after_work place_base::end_work() {
+  std::vector<place_id> refused;
+  after_work next = after_work::end;
+  {
+    std::lock_guard guard(m_lock);
+    if (--m_working > 0) return after_work::end;
+    m_idle_since = clock::now();
+    // Refused under the lock that makes a request arriving from now on refused at once: no
+    // random thief is left waiting at a place without working activities.
+    refused.swap(m_random_thieves);
+    set_requests_locked();
+    if (m_places > 1 && !m_thief && !m_failed) {
+      m_thief = true;
+      next = after_work::steal;
+    }
+  }
+  refuse_all(refused);
+  return next;
+}
+
+void place_base::fail(bool was_working, bool was_thief) noexcept {
+  std::vector<place_id> refused;
+  {
+    std::lock_guard guard(m_lock);
+    m_failed = true;
+    if (was_working && --m_working == 0) m_idle_since = clock::now();
+    if (was_thief) m_thief = false;
+    refused.swap(m_random_thieves);
+    set_requests_locked();
+  }
+  try {
+    refuse_all(refused);
+  } catch (...) { // the network failed too: the job ends with the transport's error
+  }
+}
+
+void place_base::refuse_all(std::vector<place_id>& thieves) {
+  for (place_id t : thieves) send(t, message::refusal);
+}
+
+// ---- the thief --------------------------------------------------------------------------------
+
+bool place_base::keep_stealing() {
+  std::lock_guard guard(m_lock);
+  if (m_working == 0 && !m_failed) return true;
+  m_thief = false; // the place works again (or failed): its thief stops here
+  return false;
+}
+
+place_id place_base::pick_victim() noexcept {
+  return m_victims[static_cast<std::size_t>(m_rng.below(m_victims.size()))];
+}
+
+std::coroutine_handle<> place_base::steal_awaiter::suspend(promise_base& thief) {
+  m_place.m_answer.reset();
+  // release: the answer's handler (acquire) sees m_answer reset.
+  m_place.m_waiting_thief.store(&thief, std::memory_order_release);
+  {
+    std::lock_guard guard(m_place.m_lock);
+    ++m_place.m_stats.steals_attempted;
+  }
+  // Count what this worker leaves behind before the answer can resume the thief elsewhere.
+  const std::coroutine_handle<> next = t_worker->suspend_for_external();
+  m_place.m_engine.expect_message();      // idle workers poll for the answer
+  m_place.send(m_victim, message::steal); // from here on, the thief may be resumed
+  return next;
+}
+
+void place_base::on_answer(std::optional<std::span<const std::byte>> bag) {
+  // acquire: pairs with the thief's release (see steal_awaiter::suspend).
+  promise_base* thief = m_waiting_thief.exchange(nullptr, std::memory_order_acquire);
+  if (thief == nullptr) [[unlikely]]
+    throw transport_error("apgas: a GLB answer to a steal nobody waits for");
+  if (bag) m_answer.emplace(bag->begin(), bag->end());
+  m_engine.expected_message_arrived();
+  m_engine.sched().inject(as_independent(thief));
+}
+
+void place_base::found_loot(std::uint64_t items, std::size_t bytes) {
+  std::lock_guard guard(m_lock);
+  ++m_stats.steals_successful;
+  m_stats.loot_received_items += items;
+  m_stats.loot_received_bytes += bytes;
+  m_thief = false;
+  note_working_locked();
+}
+
+void place_base::give_up() {
+  std::vector<place_id> buddies;
+  {
+    std::lock_guard guard(m_lock);
+    m_thief = false;
+    if (m_working > 0 || m_failed) return; // work arrived meanwhile
+    for (std::size_t i = 0; i < m_lifelines.size(); ++i) {
+      if (m_registered[i]) continue; // at most one registration per lifeline at a time
+      m_registered[i] = true;
+      buddies.push_back(m_lifelines[i]);
+    }
+    m_stats.lifeline_requests_sent += buddies.size();
+  }
+  register_on(buddies);
+}
+
+void place_base::start_quiet() {
+  if (m_places == 1) return;
+  std::vector<place_id> buddies;
+  {
+    std::lock_guard guard(m_lock);
+    for (std::size_t i = 0; i < m_lifelines.size(); ++i) {
+      m_registered[i] = true;
+      buddies.push_back(m_lifelines[i]);
+    }
+    // The tree parent feeds this place once, at the start (unless it is a lifeline already).
+    if (m_params.tree && m_here > 0 &&
+        std::find(buddies.begin(), buddies.end(), tree_parent_of(m_here)) == buddies.end())
+      buddies.push_back(tree_parent_of(m_here));
+    m_stats.lifeline_requests_sent += buddies.size();
+  }
+  register_on(buddies);
+}
+
+void place_base::register_on(std::vector<place_id>& buddies) {
+  for (place_id b : buddies) send(b, message::lifeline);
+}
+
+void place_base::lifeline_loot_arrived(place_id from, std::uint64_t items, std::size_t bytes) {
+  std::lock_guard guard(m_lock);
+  for (std::size_t i = 0; i < m_lifelines.size(); ++i)
+    if (m_lifelines[i] == from) m_registered[i] = false; // fed: it may register there again
+  ++m_stats.lifeline_activations;
+  m_stats.loot_received_items += items;
+  m_stats.loot_received_bytes += bytes;
+  note_working_locked();
+}
+
+// ---- handlers ---------------------------------------------------------------------------------
+
+void place_base::on_steal_request(place_id from) {
+  {
+    std::lock_guard guard(m_lock);
+    ++m_stats.steals_received;
+    if (m_working > 0 && !m_failed) {
+      m_random_thieves.push_back(from); // a working activity answers it
+      set_requests_locked();
+      return;
+    }
+  }
+  send(from, message::refusal);
+}
+
+void place_base::on_lifeline_request(place_id from) {
+  std::lock_guard guard(m_lock);
+  ++m_stats.lifeline_requests_received;
+  if (std::find(m_lifeline_thieves.begin(), m_lifeline_thieves.end(), from) ==
+      m_lifeline_thieves.end())
+    m_lifeline_thieves.push_back(from);
+  set_requests_locked();
+}
+
+void place_base::send(place_id to, message what, std::span<const std::byte> payload) {
+  m_module.send(to, what, m_run, payload);
+}
+
+// ---- the end of the run ------------------------------------------------------------------------
+
+std::uint64_t place_base::items_so_far() const noexcept {
+  std::uint64_t n = 0;
+  // relaxed: a figure for a progress line, or read after the run's finish ended.
+  for (const worker_slot& w : m_workers) n += w.items.load(std::memory_order_relaxed);
+  return n;
+}
+
+apgas::glb::place_stats place_base::stats() const {
+  std::lock_guard guard(m_lock);
+  apgas::glb::place_stats s = m_stats;
+  s.items = items_so_far();
+  const clock::time_point now = clock::now();
+  clock::duration idle = m_idle;
+  if (m_working == 0) idle += now - m_idle_since;
+  const clock::duration total = now - m_started_at;
+  s.idle_seconds = std::chrono::duration<double>(idle).count();
+  s.busy_seconds = std::chrono::duration<double>(total - idle).count();
+  return s;
+}
+
+} // namespace apgas::detail::glb
