@@ -150,26 +150,37 @@ std::vector<std::byte>& message_buffer() {
 } // namespace
 
 void clock_protocol::send_report(const clock_proxy& px, const clock_report& r) {
-  std::vector<std::byte>& bytes = message_buffer();
-  byte_writer w(bytes);
-  // The first phase rides on every report: a place may hear of the clock first from a report
-  // of a later phase, and its tally must start where the clock left its home.
-  serialize_all(w, m_kind_report, px.id().home, px.id().serial, r.first_phase, r.phase, r.seq,
-                r.base, r.completed, r.carried, r.sent);
-  put_partial(w, r.partial);
   if (all_to_all()) {
-    // Each report leaves at once: a phase waits for it (and at few places, for nothing else).
-    transport& net = m_engine.net();
+    // Each report leaves at once, framed (the latency path of `at`): a phase waits for it, and
+    // at few places for nothing else. The frame may stay with the network: one per place.
+    thread_local std::vector<std::byte> framed;
     for (place_id p = 0; p < m_places; ++p) {
       if (p == m_here) continue;
+      start_framed(framed, m_kind_report);
+      write_report(framed, px, r);
       m_counters.reports_sent.fetch_add(1, std::memory_order_relaxed); // a statistic
-      net.send_now(p, bytes);
+      m_engine.net().send_now_framed(p, framed);
     }
   } else if (px.id().home != m_here) {
     // Up the home's tree: the home handles O(arity) messages per phase at any scale.
+    std::vector<std::byte>& bytes = message_buffer();
+    write_report(bytes, px, r);
     m_counters.reports_sent.fetch_add(1, std::memory_order_relaxed);
-    m_tree.send_up(px.id().home, m_kind_report, std::span(bytes).subspan(1));
+    m_tree.send_up(px.id().home, m_kind_report, bytes);
   }
+}
+
+void clock_protocol::write_report(std::vector<std::byte>& out, const clock_proxy& px,
+                                  const clock_report& r) {
+  // The first phase rides on every report: a place may hear of the clock first from a report
+  // of a later phase, and its tally must start where the clock left its home. The fixed
+  // fields go in one copy.
+  const auto head = pack_head(px.id().home, px.id().serial, r.first_phase, r.phase, r.seq, r.base,
+                              r.completed, r.carried);
+  byte_writer w(out);
+  w.write_bytes(head.data(), head.size());
+  serialize(w, r.sent);
+  put_partial(w, r.partial);
 }
 
 void clock_protocol::send_release(const clock_proxy& px, const clock_phase_end& end) {

@@ -73,6 +73,9 @@ public:
   void send_release(const clock_proxy& px, const clock_phase_end& end);
 
 private:
+  /// Appends a report's fields (after its kind) to `out`.
+  static void write_report(std::vector<std::byte>& out, const clock_proxy& px,
+                           const clock_report& r);
   void on_report(place_id from, std::span<const std::byte> body);
   void on_release(place_id from, std::span<const std::byte> body);
   /// The proxy of `id` in the table, retained once; null if absent and not to be created.

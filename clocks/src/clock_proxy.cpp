@@ -210,9 +210,8 @@ void clock_proxy::after_change(outbox& out) {
     return end_phase(std::move(end), out);
   }
   if (!m_cur.unreported() && m_base == 0) return;
-  clock_report r = take_report(m_cur, m_phase.load(std::memory_order_relaxed));
-  if (m_tally != nullptr) tally(r, out);
-  out.reports.push_back(std::move(r));
+  out.reports.push_back(take_report(m_cur, m_phase.load(std::memory_order_relaxed)));
+  if (m_tally != nullptr) out.tally_after_send = true;
 }
 
 clock_report clock_proxy::take_report(phase_slot& s, std::uint64_t phase) {
@@ -301,6 +300,16 @@ void clock_proxy::on_release(clock_phase_end end) {
 void clock_proxy::publish(outbox& out) {
   out.reports.for_each([&](const clock_report& r) { m_module.send_report(*this, r); });
   out.releases.for_each([&](const clock_phase_end& end) { m_module.send_release(*this, end); });
+  if (out.tally_after_send) {
+    // A report tallied after others may have tallied a later one of this place: the tally
+    // applies a place's reports in the order they were taken (their seq).
+    outbox more;
+    {
+      std::lock_guard guard(m_lock);
+      out.reports.for_each([&](const clock_report& r) { tally(r, more); });
+    }
+    publish(more);
+  }
   if (out.wake.empty()) return;
   // Every waiter of the phase at once: one lock of the scheduler's queue for all of them. (A
   // buffer of this thread's: injecting never comes back here.)

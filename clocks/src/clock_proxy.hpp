@@ -117,6 +117,9 @@ private:
   /// phase ends to release (the home beyond --clock-all-to-all-places), activities to wake.
   struct outbox {
     small_list<clock_report, 1> reports;
+    /// The reports are this place's own and it tallies: publish applies them after sending
+    /// them (the other places wait for them; the tally here does not).
+    bool tally_after_send = false;
     small_list<clock_phase_end, 1> releases;
     small_list<clock_waiter*, 8> wake;
   };

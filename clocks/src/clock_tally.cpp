@@ -16,9 +16,21 @@ void clock_tally::phase_state::reset() noexcept {
 }
 
 clock_tally::phase_state& clock_tally::state_of(std::uint64_t phase) {
-  const std::size_t i = phase - m_oldest;
-  while (m_window.size() <= i) m_window.emplace_back();
-  return m_window[i];
+  reserve_through(phase);
+  return m_ring[phase & (m_ring.size() - 1)];
+}
+
+void clock_tally::reserve_through(std::uint64_t phase) {
+  const std::size_t open = phase - m_oldest + 1;
+  if (open > m_open) m_open = open;
+  if (open <= m_ring.size()) return;
+  // Grow to a power of two, each open phase moved to its slot in the larger ring.
+  std::size_t size = std::max<std::size_t>(m_ring.size() * 2, 4);
+  while (size < open) size *= 2;
+  std::vector<phase_state> ring(size);
+  for (std::uint64_t p = m_oldest; p < m_oldest + m_ring.size(); ++p)
+    ring[p & (size - 1)] = std::move(m_ring[p & (m_ring.size() - 1)]);
+  m_ring = std::move(ring);
 }
 
 void clock_tally::adjust(phase_state& ph, place_id p, std::int64_t delta) {
@@ -32,6 +44,9 @@ void clock_tally::adjust(phase_state& ph, place_id p, std::int64_t delta) {
 
 void clock_tally::apply(const clock_report& r, std::vector<clock_phase_end>& ended) {
   if (r.phase < m_oldest) return; // a report of an ended phase cannot exist (see the header)
+  // The ring holds the next phase too before ph is taken: a carry reaches it (growing the ring
+  // would move ph).
+  reserve_through(r.phase + 1);
   phase_state& ph = state_of(r.phase);
   ph.touched = true;
   if (r.seq != ph.at(r.from).next_seq) { // an earlier one of its place is on its way
@@ -62,7 +77,7 @@ void clock_tally::apply_in_order(const clock_report& r, phase_state& ph) {
   for (const auto& [to, n] : r.sent) adjust(ph, to, static_cast<std::int64_t>(n));
   if (r.carried != 0) {
     ph.at(r.from).carried += r.carried;
-    phase_state& next = state_of(r.phase + 1); // (ph stays valid: a deque grows at its back)
+    phase_state& next = state_of(r.phase + 1); // (reserved by apply: ph stays valid)
     next.touched = true;
     adjust(next, r.from, static_cast<std::int64_t>(r.carried));
   }
@@ -76,8 +91,8 @@ void clock_tally::apply_in_order(const clock_report& r, phase_state& ph) {
 }
 
 bool clock_tally::try_end_oldest(std::vector<clock_phase_end>& ended) {
-  if (m_over || m_window.empty()) return false;
-  phase_state& ph = m_window.front();
+  if (m_over || m_open == 0) return false;
+  phase_state& ph = m_ring[m_oldest & (m_ring.size() - 1)];
   if (!ph.touched || ph.nonzero != 0 || !ph.held.empty()) return false;
   // The first phase's registrants that no report sent are the home's base: until its report
   // is in, the others' may balance to zero while some registrant is still running.
@@ -99,18 +114,17 @@ bool clock_tally::try_end_oldest(std::vector<clock_phase_end>& ended) {
   }
   end.last = !carried;
   m_over = end.last;
-  // The ended phase's state is reused for a later one.
+  // The ended phase's slot is reused for a later one.
   ph.reset();
-  m_window.push_back(std::move(ph));
-  m_window.pop_front();
   ++m_oldest;
+  --m_open;
   return true;
 }
 
 std::vector<std::pair<place_id, std::int64_t>> clock_tally::waiting_for() const {
   std::vector<std::pair<place_id, std::int64_t>> waiting;
-  if (m_window.empty()) return waiting;
-  const phase_state& ph = m_window.front();
+  if (m_open == 0) return waiting;
+  const phase_state& ph = m_ring[m_oldest & (m_ring.size() - 1)];
   for (place_id p = 0; p < ph.places.size(); ++p)
     if (ph.places[p].pending != 0) waiting.emplace_back(p, ph.places[p].pending);
   return waiting;

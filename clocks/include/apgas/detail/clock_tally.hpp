@@ -34,7 +34,6 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
-#include <deque>
 #include <utility>
 #include <vector>
 
@@ -127,13 +126,15 @@ private:
     void reset() noexcept; ///< for reuse: empty, capacities kept
   };
   phase_state& state_of(std::uint64_t phase); ///< pre: phase >= m_oldest
+  /// Makes room in the ring for the phases up to `phase` (it may move every phase's state).
+  void reserve_through(std::uint64_t phase);
   void apply_in_order(const clock_report& r, phase_state& ph);
   static void adjust(phase_state& ph, place_id p, std::int64_t delta);
   bool try_end_oldest(std::vector<clock_phase_end>& ended);
 
-  /// m_window[i] is phase m_oldest + i (a deque: the oldest leaves at the front, and its state
-  /// is reused at the back).
-  std::deque<phase_state> m_window;
+  /// The open phases from m_oldest on, phase p at p mod the ring's size (a power of two).
+  std::vector<phase_state> m_ring;
+  std::size_t m_open = 0; ///< phases from m_oldest on that a report or a carry reached
   std::uint64_t m_oldest;
   bool m_list_carriers;
   bool m_base_known = false; ///< the home's first report (with its base) has been applied
