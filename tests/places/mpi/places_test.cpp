@@ -658,9 +658,11 @@ struct stream_outcome {
 TEST(places, a_stream_from_the_home_costs_one_ask_and_at_most_two_reports_per_place) {
   // 20,000 plain asyncs from place 0, round-robin over the other places. Each place holds its
   // reports (its first too, once 256 came from the home) until the home asks, once, when the
-  // loop ends: one report, or two if its first network message held fewer than 256. A held
-  // report also leaves unasked after --report-delay-us (10 s under ctest): that means an ask
-  // was missing, or the machine stalled for that long.
+  // loop ends: one report, or two if its first network message held fewer than 256, or three
+  // when the ask overtakes the last buffer of asyncs (it comes down the tree through other
+  // places while the buffer comes straight from the home: the place reports at the ask and again
+  // once those have run). A held report also leaves unasked after --report-delay-us (10 s under
+  // ctest): that means an ask was missing, or the machine stalled for that long.
   if (g_rt->places() < 2) GTEST_SKIP() << "needs two places";
   constexpr int k_asyncs = 20'000;
   const place_id others = g_rt->places() - 1;
@@ -694,7 +696,7 @@ TEST(places, a_stream_from_the_home_costs_one_ask_and_at_most_two_reports_per_pl
                              << g_rt->opts().report_delay_us << " us";
   EXPECT_EQ(out.asks, others);
   EXPECT_GE(out.reports, others);
-  EXPECT_LE(out.reports, 2U * others);
+  EXPECT_LE(out.reports, 3U * others);
 }
 
 // Random trees of async, async_at and finish across places, with exact counts.
