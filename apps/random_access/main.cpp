@@ -1,6 +1,7 @@
-// random-access [--log-size n] [--updates-per-word k]: HPCC RandomAccess (GUPS) over places.
-// A table of 2^n 64-bit words is cut into one block per place; every place generates its share
-// of the k * 2^n HPCC updates and sends each to the owner of its word as one async_at (the
+// random-access [--log-size n] [--updates-per-word k] [--send aggregate|async]: HPCC
+// RandomAccess (GUPS) over places. A table of 2^n 64-bit words is cut into one block per place;
+// every place generates its share of the k * 2^n HPCC updates and sends each to the owner of
+// its word, through an apgas::aggregator (batches per owner) or as one async_at each (the
 // transport coalesces them per destination). Checked as HPCC does (the same updates applied
 // again must restore the table: at most 1% of the words may differ, and here none should),
 // plus: every place received exactly the updates meant for it.
@@ -29,12 +30,13 @@ struct run_result {
 int main(int argc, char** argv) {
   std::uint32_t log_size = k_default_log_size;
   std::uint32_t per_word = k_default_updates_per_word;
+  apgas_apps::ra_send how = apgas_apps::ra_send::aggregated;
   apgas_apps::cli cli(
       "random-access",
       "HPCC RandomAccess (GUPS): a table of 2^n 64-bit words in one block per place; every\n"
       "place sends its share of the k * 2^n updates table[ran & (2^n-1)] ^= ran to the owner\n"
-      "of the word, one async_at each, under one finish. Verified by applying the updates\n"
-      "again at every place (XOR twice restores the table).");
+      "of the word, under one finish: through an apgas::aggregator, or one async_at each.\n"
+      "Verified by applying the updates again at every place (XOR twice restores the table).");
   cli.option("--log-size", "n",
              fmt::format("log2 of the table size in words, all places together (default {})",
                          k_default_log_size),
@@ -43,6 +45,10 @@ int main(int argc, char** argv) {
       "--updates-per-word", "k",
       fmt::format("updates = k x table size (default {}, as in HPCC)", k_default_updates_per_word),
       per_word, std::uint32_t{1}, std::uint32_t{64});
+  cli.choice("--send",
+             "aggregate (an apgas::aggregator buffers the updates per owner; the default) or "
+             "async (one async_at per update)",
+             how, {"async", "aggregate"});
   return cli.run(argc, argv, [&](apgas::runtime& rt, const apgas_apps::common_flags& flags) {
     apgas_apps::report r;
     const std::uint64_t size = std::uint64_t{1} << log_size;
@@ -59,7 +65,7 @@ int main(int argc, char** argv) {
           (phase == "start" ? before : after) = co_await apgas::total_message_counts();
         };
         run_result res;
-        res.outcome = co_await apgas_apps::ra_run(log_size, total, between);
+        res.outcome = co_await apgas_apps::ra_run(log_size, total, between, how);
         res.messages = after - before;
         co_return res;
       });
@@ -107,6 +113,7 @@ int main(int argc, char** argv) {
                                     m.activities_sent, m.logical_messages_sent, m.mpi_messages_sent,
                                     per_message, static_cast<double>(m.bytes_sent) / 1e6));
     r.extra.add("log_size", log_size).add("table_words", size).add("updates", total);
+    r.extra.add("send", how == apgas_apps::ra_send::aggregated ? "aggregate" : "async");
     r.extra.add("updates_per_word", per_word).add("gups", gups).add("errors", o.errors);
     r.extra.add("error_rate", static_cast<double>(o.errors) / static_cast<double>(size));
     r.extra.add("activities_sent", m.activities_sent);

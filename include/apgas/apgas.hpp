@@ -1,10 +1,11 @@
 /// @file The umbrella header of apgas: tasks, async/finish, places, serialization, runtime,
-/// message counts, collectives, clocks, atomic and when.
+/// message counts, collectives, aggregators, clocks, atomic and when.
 ///
 /// It lives above the layers it gathers (core, places, clocks), with the apgas::apgas target
 /// that links them all: no layer includes a layer above it.
 #pragma once
 
+#include "apgas/aggregator.hpp"
 #include "apgas/atomic.hpp"
 #include "apgas/clock.hpp"
 #include "apgas/collectives.hpp"

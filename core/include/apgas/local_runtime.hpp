@@ -105,4 +105,7 @@ private:
   std::thread m_progress; ///< last: started after everything it reads
 };
 
+/// @brief The number of worker threads of this place. pre: called from an activity.
+inline unsigned workers_here() noexcept { return detail::t_worker->sched().worker_count(); }
+
 } // namespace apgas

@@ -834,8 +834,9 @@ TEST(places, for_each_place_runs_f_once_everywhere_with_an_spmd_finish) {
     co_return co_await collect_counters();
   });
   EXPECT_EQ(total, 1103L * g_rt->places());
-  if (flat)
+  if (flat) {
     EXPECT_EQ(g_rt->cleanups_sent(), cleanups_before) << "for_each_place sent cleanup messages";
+  }
 
   const std::string outcome = g_rt->run([]() -> task<std::string> {
     std::string seen;

@@ -100,36 +100,63 @@ struct alignas(64) ra_counter {
 inline constexpr unsigned k_ra_counter_slots = 64; ///< more threads share slots (still atomic)
 inline std::atomic<unsigned> g_ra_next_slot{0};
 
-/// @brief This thread's counter slot.
+/// @brief This thread's counter slot: its own among the first k_ra_counter_slots threads of
+/// the process, else k_ra_counter_slots (a shared one).
 inline unsigned ra_counter_slot() {
-  thread_local const unsigned slot = g_ra_next_slot.fetch_add(1) % k_ra_counter_slots;
+  // relaxed: only the slot numbers must differ.
+  thread_local const unsigned slot =
+      std::min(g_ra_next_slot.fetch_add(1, std::memory_order_relaxed), k_ra_counter_slots);
   return slot;
 }
 
 /// @brief The block of the table at one place. The workers of the place apply updates to it
 /// concurrently, so every access during the update phase is atomic (atomic_ref: the block
 /// stays a plain vector that place_local can create and the check can scan).
+///
+/// No update takes a locked instruction when nobody else can touch the word: a locked
+/// read-modify-write waits for its cache miss before the next update's load may start, which
+/// makes a stream of misses one at a time instead of several at once.
 struct ra_block {
   std::uint64_t base = 0;           ///< global index of words[0]
   std::uint64_t mask = 0;           ///< table size - 1
   std::vector<std::uint64_t> words; ///< words[i] starts as base + i (HPCC's initial table)
-  std::vector<ra_counter> applied;  ///< updates applied here, per thread (atomic_ref)
+  /// Updates applied here: slot i by thread i alone (plain increments), the last by the
+  /// threads beyond (atomic ones).
+  std::vector<ra_counter> applied;
+  bool single_worker = false; ///< this place has one worker: no other thread updates words
 
-  void init(const ra_layout& l, apgas::place_id here) {
+  void init(const ra_layout& l, apgas::place_id here, unsigned workers) {
     base = l.first(here);
     mask = l.mask();
     words.resize(l.words_at(here));
     for (std::size_t i = 0; i < words.size(); ++i)
       words[i] = base + i;
-    applied.assign(k_ra_counter_slots, ra_counter{});
+    applied.assign(k_ra_counter_slots + 1, ra_counter{});
+    single_worker = workers == 1;
   }
-  /// table[ran & mask] ^= ran, for a word of this block. Relaxed: the finish that ends the
-  /// update phase orders these writes before anything reads the table.
+  /// table[ran & mask] ^= ran, for a word of this block, not counted. Relaxed: the finish that
+  /// ends the update phase orders these writes before anything reads the table.
+  void xor_word(std::uint64_t ran) {
+    std::atomic_ref<std::uint64_t> word(words[(ran & mask) - base]);
+    if (single_worker)
+      word.store(word.load(std::memory_order_relaxed) ^ ran, std::memory_order_relaxed);
+    else
+      word.fetch_xor(ran, std::memory_order_relaxed);
+  }
+  /// Counts n updates applied by this thread.
+  void count_applied(std::uint64_t n) {
+    const unsigned slot = ra_counter_slot();
+    std::atomic_ref<std::uint64_t> c(applied[slot].value);
+    // relaxed: a figure read after the update phase's finish. A plain increment where the
+    // slot is this thread's alone.
+    if (slot < k_ra_counter_slots) c.store(c.load(std::memory_order_relaxed) + n,
+                                          std::memory_order_relaxed);
+    else c.fetch_add(n, std::memory_order_relaxed);
+  }
+  /// One update, counted.
   void apply(std::uint64_t ran) {
-    std::atomic_ref<std::uint64_t>(words[(ran & mask) - base])
-        .fetch_xor(ran, std::memory_order_relaxed);
-    std::atomic_ref<std::uint64_t>(applied[ra_counter_slot()].value)
-        .fetch_add(1, std::memory_order_relaxed);
+    xor_word(ran);
+    count_applied(1);
   }
   std::uint64_t applied_total() const {
     std::uint64_t sum = 0;
@@ -151,6 +178,17 @@ struct ra_update {
 /// 4000 word operations) is noise, few enough that the workers of a place share the work.
 inline constexpr std::uint64_t k_ra_chunk = 1 << 14;
 
+/// @brief The update of the aggregated kernel (ra_generate_aggregated), at the owner.
+struct ra_xor {
+  void operator()(ra_block& block, std::uint64_t ran) const { block.apply(ran); }
+};
+
+/// @brief How a place sends its updates to their owners.
+enum class ra_send {
+  async_at,  ///< one apgas::async_at per update (the transport coalesces them)
+  aggregated ///< through an apgas::aggregator: batches per owner, applied in a tight loop
+};
+
 /// @brief Generates the updates at positions [first, first + count) of the stream (1-based:
 /// the stream's first update is hpcc_starts(1)) and sends each to its owner; the owner's
 /// own updates are applied at once (no message to send).
@@ -170,10 +208,41 @@ inline apgas::task<> ra_generate(ra_refs refs, ra_layout l, std::uint64_t first,
   }
 }
 
+using ra_aggregator = apgas::aggregator<ra_xor, ra_block, std::uint64_t>;
+
+/// @brief The loop of ra_generate_aggregated, a plain function: its locals stay in registers
+/// (in the coroutine they would live in its frame, loaded and stored on every update).
+inline void ra_generate_into(ra_aggregator& agg, const ra_refs& refs, const ra_layout& l,
+                             std::uint64_t first, std::uint64_t count) {
+  const apgas::place_id me = apgas::here();
+  ra_block& mine = *refs[me];
+  const std::uint64_t mask = l.mask();
+  std::uint64_t ran = hpcc_starts(static_cast<std::int64_t>(first));
+  std::uint64_t kept = 0;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    ran = hpcc_next(ran);
+    const apgas::place_id owner = l.owner(ran & mask);
+    if (owner == me) {
+      mine.xor_word(ran);
+      ++kept;
+    } else {
+      agg.push(refs[owner], ran);
+    }
+  }
+  mine.count_applied(kept);
+}
+
+/// @brief As ra_generate, with the remote updates buffered per owner by an aggregator.
+inline apgas::task<> ra_generate_aggregated(ra_refs refs, ra_layout l, std::uint64_t first,
+                                            std::uint64_t count) {
+  auto agg = co_await apgas::make_aggregator<ra_xor, ra_block, std::uint64_t>();
+  ra_generate_into(agg, refs, l, first, count);
+} // the aggregator sends what is left here
+
 /// @brief This place's share of the `total` updates, in chunks that are asyncs of the
 /// enclosing (distributed) finish.
 struct ra_generate_share {
-  apgas::task<> operator()(ra_refs refs, ra_layout l, std::uint64_t total) const {
+  apgas::task<> operator()(ra_refs refs, ra_layout l, std::uint64_t total, ra_send how) const {
     const apgas::place_id p = apgas::here();
     // Exact split of [0, total): place q starts at floor(total * q / P), computed without
     // overflowing 64 bits.
@@ -183,8 +252,13 @@ struct ra_generate_share {
     };
     const std::uint64_t begin = bound(p);
     const std::uint64_t end = bound(p + 1);
-    for (std::uint64_t at = begin; at < end; at += k_ra_chunk)
-      co_await apgas::async(ra_generate(refs, l, at, std::min(k_ra_chunk, end - at)));
+    for (std::uint64_t at = begin; at < end; at += k_ra_chunk) {
+      const std::uint64_t n = std::min(k_ra_chunk, end - at);
+      if (how == ra_send::aggregated)
+        co_await apgas::async(ra_generate_aggregated(refs, l, at, n));
+      else
+        co_await apgas::async(ra_generate(refs, l, at, n));
+    }
   }
 };
 
@@ -221,7 +295,7 @@ inline ra_check ra_check_block(ra_block& b, const ra_layout& l, std::uint64_t to
 struct ra_init_block {
   apgas::global_ref<ra_block> operator()(ra_table table, ra_layout l) const {
     ra_block& b = table.get();
-    b.init(l, apgas::here());
+    b.init(l, apgas::here(), apgas::workers_here());
     return apgas::global_ref<ra_block>(b);
   }
 };
@@ -253,7 +327,8 @@ struct ra_outcome {
 /// returning task<>, is awaited at place 0 just before ("start") and after ("end") the timed
 /// phase (to snapshot message counters, say).
 template <class Between>
-apgas::task<ra_outcome> ra_run(std::uint32_t log_size, std::uint64_t total, Between between) {
+apgas::task<ra_outcome> ra_run(std::uint32_t log_size, std::uint64_t total, Between between,
+                               ra_send how = ra_send::aggregated) {
   const apgas::place_id n = apgas::places();
   const ra_layout l = ra_layout::make(log_size, n);
   const ra_table table = co_await ra_table::make([](apgas::place_id) { return ra_block{}; });
@@ -270,7 +345,7 @@ apgas::task<ra_outcome> ra_run(std::uint32_t log_size, std::uint64_t total, Betw
   const auto start = std::chrono::steady_clock::now();
   co_await apgas::finish([&]() -> apgas::task<> { // an SPMD finish over every place
     for (apgas::place_id p = 0; p < n; ++p)
-      co_await apgas::async_at(p, ra_generate_share{}, refs, l, total);
+      co_await apgas::async_at(p, ra_generate_share{}, refs, l, total, how);
   });
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   co_await between("end");

@@ -1,0 +1,271 @@
+/// @file aggregator: a stream of small remote updates, sent in batches per destination.
+///
+///     struct add { void operator()(histogram& h, std::uint32_t bin) const { ++h.count[bin]; } };
+///
+///     auto agg = co_await apgas::make_aggregator<add, histogram, std::uint32_t>();
+///     for (...) agg.push(refs[owner(x)], bin(x));  // buffered for refs[owner(x)].home()
+///     agg.flush();                                 // sends what is left (so does ~aggregator)
+///
+/// Each `agg.push(target, args...)` is an async_at of `F{}(*target, args...)` at target.home(),
+/// governed by the finish of the activity that made the aggregator; what differs from
+/// `apgas::async_at` is the cost. The updates for one place wait in a buffer of the aggregator
+/// (no lock, no count, no message), and a full buffer leaves as one activity that applies its
+/// updates one after the other in a tight loop, where the compiler inlines F. Chapel's
+/// aggregators and the conveyors of the bale library work the same way; Charm++'s TRAM and
+/// UPC++'s rpc_ff batching too.
+///
+/// Rules:
+///  - F is a function object that captures nothing; T is the type of the object updated at the
+///    destination; the Args are bitwise (numbers, plain structs, global_refs): they are copied
+///    into the buffer as bytes.
+///  - An aggregator belongs to the activity that made it, and its updates to that activity's
+///    finish, wherever they are pushed from (a nested finish does not wait for them). Use it in
+///    that activity and in the functions it calls or awaits in sequence, not in another activity:
+///    it takes no lock. Its destruction sends what is left (the activity is still running then,
+///    so its finish waits for them): a buffered update is never lost. flush() sends them earlier.
+///  - An update that throws fails alone: the others of its batch still run, and the finish gets
+///    one error per failed batch (the exception itself if one update failed, else a text that
+///    says how many failed and what the first said).
+///  - Memory: at most one buffer of `bytes_per_place` per destination this aggregator has sent
+///    to (allocated on the first update for that place), and a table of 40 bytes per place.
+///  - Ordering: none between updates, as between any asyncs.
+#pragma once
+
+#include "apgas/global_ref.hpp"
+#include "apgas/place.hpp"
+
+#include <algorithm>
+#include <coroutine>
+#include <cstdio>
+#include <cstddef>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace apgas {
+
+namespace detail {
+
+/// @brief The bytes of one buffered update: its arguments, back to back (as
+/// write_bitwise_args writes them).
+template <class... Args>
+inline constexpr std::size_t k_update_bytes = (std::size_t{0} + ... + sizeof(Args));
+
+/// @brief Reads one update's arguments from `at` (unaligned, as written).
+template <class... Args>
+[[gnu::always_inline]] inline std::tuple<Args...> read_update(const std::byte* at) noexcept {
+  std::tuple<Args...> args;
+  std::apply([&at](Args&... a) { ((std::memcpy(&a, at, sizeof a), at += sizeof a), ...); }, args);
+  return args;
+}
+
+/// @brief Text for a batch whose updates failed: how many, and what the first said.
+std::string describe_failed_updates(std::size_t failed, std::size_t total,
+                                    const std::exception_ptr& first);
+
+/// @brief A batch of an aggregator where it arrives (a plain async: it runs on the frame of a
+/// plain batch, see plain_batches.hpp): the target, then the updates' arguments. Each update
+/// runs F on the target; one that throws fails alone.
+template <class F, class T, class... Args>
+void run_update_batch(byte_reader& r) {
+  constexpr std::size_t k_bytes = k_update_bytes<Args...>;
+  const auto target = deserialize<global_ref<T>>(r);
+  const std::span<const std::byte> items = r.read_span(r.remaining());
+  if (items.size() % k_bytes != 0) [[unlikely]]
+    r.fail("an aggregated batch of " + std::to_string(items.size()) + " bytes, not a whole "
+           "number of " + std::to_string(k_bytes) + "-byte updates");
+  T& object = *target; // throws bad_place unless the batch came to the target's home
+  std::size_t failed = 0;
+  std::exception_ptr first;
+  const std::byte* at = items.data();
+  const std::byte* const end = at + items.size();
+  for (; at != end; at += k_bytes) {
+    try {
+      std::tuple<Args...> args = read_update<Args...>(at);
+      std::apply([&object](Args&... a) { F{}(object, a...); }, args);
+    } catch (...) {
+      if (failed++ == 0) first = std::current_exception();
+    }
+  }
+  if (failed == 1) std::rethrow_exception(first);
+  if (failed > 1)
+    throw std::runtime_error(describe_failed_updates(failed, items.size() / k_bytes, first));
+}
+
+template <class F, class T, class... Args>
+struct make_aggregator_awaiter;
+
+} // namespace detail
+
+/// @brief Buffers remote updates F{}(*target, args...) per destination place and sends each
+/// buffer as one activity of its owner's finish (see the top of this file). Made by
+/// make_aggregator. Thread-safety: one activity only.
+template <class F, class T, class... Args>
+class aggregator {
+  static_assert(std::is_empty_v<F> && std::is_default_constructible_v<F>,
+                "apgas::aggregator: F must capture nothing (a lambda with [] or an empty "
+                "function object): it is named by its type at the other place");
+  static_assert(sizeof...(Args) >= 1, "apgas::aggregator: an update carries at least one value");
+  static_assert((detail::is_bitwise_v<Args> && ...),
+                "apgas::aggregator: the update's arguments must be bitwise (trivially copyable, "
+                "no pointers): they are copied into the buffer as bytes. Send a global_ref or an "
+                "index instead of a pointer; use async_at for other arguments");
+  static_assert(std::is_invocable_v<const F&, T&, Args&...>,
+                "apgas::aggregator<F, T, Args...>: F must be callable as F{}(T&, Args...)");
+
+  static constexpr std::size_t k_update_bytes = detail::k_update_bytes<Args...>;
+
+public:
+  /// Bytes of updates buffered per destination before they are sent: large enough that a
+  /// batch's fixed costs (a message head, an activity) vanish per update, small enough that a
+  /// few hundred destinations' buffers stay in the caches.
+  static constexpr std::size_t k_default_bytes_per_place = 8192;
+
+  aggregator(aggregator&& other) noexcept
+      : m_messages(other.m_messages), m_capacity(other.m_capacity),
+        m_finish(std::exchange(other.m_finish, nullptr)),
+        m_places(std::exchange(other.m_places, 0)), m_buffers(std::move(other.m_buffers)) {}
+  aggregator& operator=(aggregator&&) = delete;
+  aggregator(const aggregator&) = delete;
+  aggregator& operator=(const aggregator&) = delete;
+  /// @brief Sends what is left. An update that cannot be sent (out of memory) ends the process
+  /// with a message rather than being lost.
+  ~aggregator() {
+    if (m_finish == nullptr) return; // moved from
+    try {
+      send_all();
+    } catch (...) {
+      std::fputs("apgas::aggregator: could not send the buffered updates at its destruction\n",
+                 stderr);
+      std::terminate();
+    }
+  }
+
+  /// @brief Buffers F{}(*target, args...) for target.home(); sends the buffer if it is full.
+  /// @throws bad_place if target names no place; std::invalid_argument for a null target.
+  [[gnu::always_inline]] void push(const global_ref<T>& target, const Args&... args) {
+    // A buffer's target is only ever a checked one (push_slow), so a match needs no check; an
+    // unallocated buffer has no room (next == end == null).
+    const place_id p = target.home();
+    if (p < m_places) [[likely]] {
+      buffer& b = m_buffers[p];
+      if (static_cast<std::size_t>(b.end - b.next) >= k_update_bytes && b.target == target)
+          [[likely]] {
+        write(b, args...);
+        return;
+      }
+    }
+    push_slow(target, args...);
+  }
+
+  /// @brief Sends every buffered update now.
+  void flush() { send_all(); }
+
+  /// @brief Updates buffered, not sent yet.
+  std::size_t pending() const noexcept {
+    std::size_t n = 0;
+    for (const buffer& b : m_buffers) n += b.used();
+    return n / k_update_bytes;
+  }
+
+private:
+  template <class, class, class...>
+  friend struct detail::make_aggregator_awaiter;
+
+  aggregator(detail::finish_state& owner, std::size_t bytes_per_place)
+      : m_messages(&detail::active_messages::current()),
+        m_capacity(std::max<std::size_t>(1, bytes_per_place / k_update_bytes) * k_update_bytes),
+        m_finish(&owner), m_places(m_messages->places()), m_buffers(m_places) {}
+
+  struct buffer {
+    global_ref<T> target;              ///< where the buffered updates go
+    std::unique_ptr<std::byte[]> data; ///< m_capacity bytes, allocated on the first update
+    std::byte* next = nullptr;         ///< where the next update goes
+    std::byte* end = nullptr;          ///< data + m_capacity
+    std::size_t used() const noexcept { return static_cast<std::size_t>(next - data.get()); }
+  };
+
+  [[gnu::noinline]] void push_slow(const global_ref<T>& target, const Args&... args) {
+    const place_id p = target.home();
+    m_messages->check_place(p);
+    if (target == global_ref<T>{})
+      throw std::invalid_argument("apgas::aggregator: push to a null global_ref");
+    buffer& b = m_buffers[p];
+    if (b.used() != 0) send(p); // full, or for another target at that place
+    if (!b.data) {
+      b.data = std::make_unique<std::byte[]>(m_capacity);
+      b.next = b.data.get();
+      b.end = b.next + m_capacity;
+    }
+    b.target = target;
+    write(b, args...);
+  }
+
+  [[gnu::always_inline]] static void write(buffer& b, const Args&... args) noexcept {
+    std::byte* at = b.next;
+    ((std::memcpy(at, std::addressof(args), sizeof args), at += sizeof args), ...);
+    b.next = at;
+  }
+
+  void send_all() {
+    for (place_id p = 0; p < m_places; ++p)
+      if (m_buffers[p].used() != 0) send(p);
+  }
+
+  /// One batch: a plain async of run_update_batch (target, then the updates' bytes), counted
+  /// by the finish as one activity. The buffer is emptied only once the batch is sent: if
+  /// sending throws, its updates stay buffered.
+  void send(place_id p) {
+    constexpr auto run = &detail::run_update_batch<F, T, Args...>;
+    (void)detail::registered_entry<run, detail::code_kind::plain_async>::value;
+    buffer& b = m_buffers[p];
+    std::vector<std::byte>& bytes = m_messages->start_async(*m_finish, run);
+    byte_writer w(bytes);
+    serialize(w, b.target);
+    w.write_bytes(b.data.get(), b.used());
+    m_messages->send_async(*m_finish, p, bytes);
+    b.next = b.data.get();
+  }
+
+  detail::active_messages* m_messages;
+  std::size_t m_capacity;         ///< bytes per buffer, a whole number of updates
+  detail::finish_state* m_finish; ///< the owner's; null once moved from
+  place_id m_places;              ///< m_buffers.size(); 0 once moved from
+  std::vector<buffer> m_buffers;  ///< by destination place
+};
+
+namespace detail {
+/// @brief co_await make_aggregator<...>(): an aggregator bound to the caller's finish.
+template <class F, class T, class... Args>
+struct make_aggregator_awaiter {
+  std::size_t bytes_per_place;
+  finish_state* finish = nullptr;
+  bool await_ready() const noexcept { return false; }
+  template <class P>
+  bool await_suspend(std::coroutine_handle<P> caller) noexcept {
+    require_apgas_caller<P>();
+    finish = caller.promise().m_finish;
+    return false;
+  }
+  aggregator<F, T, Args...> await_resume() const {
+    return aggregator<F, T, Args...>(*finish, bytes_per_place);
+  }
+};
+} // namespace detail
+
+/// @brief `auto agg = co_await make_aggregator<F, T, Args...>()`: an aggregator of updates
+/// F{}(T&, Args...) owned by the calling activity, with buffers of `bytes_per_place` bytes
+/// (rounded down to whole updates, at least one). @throws std::logic_error without a runtime.
+template <class F, class T, class... Args>
+[[nodiscard]] detail::make_aggregator_awaiter<F, T, Args...>
+make_aggregator(std::size_t bytes_per_place = aggregator<F, T, Args...>::k_default_bytes_per_place) {
+  return {bytes_per_place};
+}
+
+} // namespace apgas

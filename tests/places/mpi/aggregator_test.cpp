@@ -1,0 +1,264 @@
+// apgas::aggregator across places, run by ctest under mpiexec -n 1, 2 and 4 (and 2 workers per
+// place): every update runs once at its target's place under the owner's finish, whatever the
+// buffer size and wherever it was pushed from; flush and destruction send what is left; a
+// failing update fails alone; a null target is refused; batches, not updates, are the
+// activities sent.
+#include <apgas/apgas.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using apgas::finish;
+using apgas::global_ref;
+using apgas::place_id;
+using apgas::task;
+
+namespace {
+
+apgas::runtime* g_rt = nullptr;
+
+/// What updates land on, one per place (per process), and a second one to check that updates
+/// for two objects at one place do not mix.
+struct sink {
+  std::atomic<std::uint64_t> count{0}; ///< updates applied
+  std::atomic<std::uint64_t> sum{0};   ///< of their values
+};
+sink g_sinks[2];
+
+struct add_value {
+  void operator()(sink& s, std::uint64_t v) const {
+    s.count.fetch_add(1, std::memory_order_relaxed);
+    s.sum.fetch_add(v, std::memory_order_relaxed);
+  }
+};
+
+/// Two values per update: checks that several arguments travel in order.
+struct add_product {
+  void operator()(sink& s, std::uint32_t a, std::uint16_t b) const {
+    s.count.fetch_add(1, std::memory_order_relaxed);
+    s.sum.fetch_add(std::uint64_t{a} * b, std::memory_order_relaxed);
+  }
+};
+
+/// Fails for the values divisible by 1000, applies the others.
+struct add_or_fail {
+  void operator()(sink& s, std::uint64_t v) const {
+    if (v % 1000 == 0) throw std::domain_error("value " + std::to_string(v) + " refused");
+    add_value{}(s, v);
+  }
+};
+
+/// References to sink `which` at every place.
+task<std::vector<global_ref<sink>>> sinks(int which) {
+  std::vector<global_ref<sink>> refs;
+  for (place_id p = 0; p < apgas::places(); ++p)
+    refs.push_back(co_await apgas::at(p, [](int w) { return global_ref<sink>(g_sinks[w]); },
+                                      which));
+  co_return refs;
+}
+
+struct totals {
+  std::uint64_t count = 0;
+  std::uint64_t sum = 0;
+};
+
+/// Sums sink `which` over every place and resets it.
+task<totals> collect(int which) {
+  totals t;
+  for (place_id p = 0; p < apgas::places(); ++p) {
+    const auto got = co_await apgas::at(p, [](int w) {
+      return std::pair{g_sinks[w].count.exchange(0), g_sinks[w].sum.exchange(0)};
+    }, which);
+    t.count += got.first;
+    t.sum += got.second;
+  }
+  co_return t;
+}
+
+/// Every place sends `per_place` updates (values 1..per_place) round-robin over all places,
+/// through an aggregator with buffers of `bytes` bytes, and lets it go out of scope unflushed.
+struct send_round_robin {
+  task<> operator()(std::vector<global_ref<sink>> refs, std::uint64_t per_place,
+                    std::size_t bytes) const {
+    auto agg = co_await apgas::make_aggregator<add_value, sink, std::uint64_t>(bytes);
+    for (std::uint64_t v = 1; v <= per_place; ++v)
+      agg.push(refs[(v + apgas::here()) % refs.size()], v);
+  }
+};
+
+std::uint64_t sum_to(std::uint64_t n) { return n * (n + 1) / 2; }
+
+TEST(aggregator, every_update_runs_once_whatever_the_buffer_size) {
+  for (const std::size_t bytes : {std::size_t{1}, std::size_t{64}, std::size_t{8192},
+                                  std::size_t{1} << 20}) {
+    const totals t = g_rt->run([bytes]() -> task<totals> {
+      const auto refs = co_await sinks(0);
+      co_await finish([&]() -> task<> {
+        for (place_id p = 0; p < apgas::places(); ++p)
+          co_await apgas::async_at(p, send_round_robin{}, refs, std::uint64_t{10'000}, bytes);
+      });
+      co_return co_await collect(0);
+    });
+    EXPECT_EQ(t.count, 10'000 * g_rt->places()) << "buffer of " << bytes << " bytes";
+    EXPECT_EQ(t.sum, sum_to(10'000) * g_rt->places()) << "buffer of " << bytes << " bytes";
+  }
+}
+
+TEST(aggregator, several_arguments_travel_in_order) {
+  const totals t = g_rt->run([]() -> task<totals> {
+    const auto refs = co_await sinks(0);
+    co_await finish([&]() -> task<> {
+      auto agg = co_await apgas::make_aggregator<add_product, sink, std::uint32_t,
+                                                 std::uint16_t>(100);
+      for (std::uint32_t i = 0; i < 1000; ++i)
+        agg.push(refs[i % refs.size()], i, static_cast<std::uint16_t>(3));
+    });
+    co_return co_await collect(0);
+  });
+  EXPECT_EQ(t.count, 1000U);
+  EXPECT_EQ(t.sum, 3 * sum_to(999));
+}
+
+TEST(aggregator, updates_for_two_objects_at_one_place_do_not_mix) {
+  const auto both = g_rt->run([]() -> task<std::pair<totals, totals>> {
+    const auto first = co_await sinks(0);
+    const auto second = co_await sinks(1);
+    co_await finish([&]() -> task<> {
+      auto agg = co_await apgas::make_aggregator<add_value, sink, std::uint64_t>(64);
+      for (std::uint64_t v = 1; v <= 999; ++v) {
+        const place_id p = v % first.size();
+        agg.push(v % 3 == 0 ? second[p] : first[p], v);
+      }
+    });
+    co_return std::pair{co_await collect(0), co_await collect(1)};
+  });
+  EXPECT_EQ(both.first.count, 666U);
+  EXPECT_EQ(both.second.count, 333U);
+  EXPECT_EQ(both.first.sum + both.second.sum, sum_to(999));
+  EXPECT_EQ(both.second.sum, 3 * sum_to(333));
+}
+
+TEST(aggregator, flush_sends_what_is_buffered) {
+  const auto seen = g_rt->run([]() -> task<std::vector<std::size_t>> {
+    const auto refs = co_await sinks(0);
+    std::vector<std::size_t> pending;
+    co_await finish([&]() -> task<> {
+      auto agg = co_await apgas::make_aggregator<add_value, sink, std::uint64_t>();
+      for (std::uint64_t v = 1; v <= 10; ++v) agg.push(refs.back(), v);
+      pending.push_back(agg.pending());
+      agg.flush();
+      pending.push_back(agg.pending());
+    });
+    const totals t = co_await collect(0);
+    pending.push_back(t.count);
+    co_return pending;
+  });
+  EXPECT_EQ(seen, (std::vector<std::size_t>{10, 0, 10}));
+}
+
+TEST(aggregator, batches_are_the_activities_sent) {
+  const auto counts = g_rt->run([]() -> task<std::pair<std::uint64_t, std::uint64_t>> {
+    const auto refs = co_await sinks(0);
+    const apgas::message_counts before = co_await apgas::total_message_counts();
+    co_await finish([&]() -> task<> {
+      // 1,000 updates of 8 bytes to the last place, in buffers of 800 bytes: 10 batches.
+      auto agg = co_await apgas::make_aggregator<add_value, sink, std::uint64_t>(800);
+      for (std::uint64_t v = 1; v <= 1000; ++v) agg.push(refs.back(), v);
+    });
+    const apgas::message_counts after = co_await apgas::total_message_counts();
+    const totals t = co_await collect(0);
+    co_return std::pair{(after - before).activities_sent, t.count};
+  });
+  EXPECT_EQ(counts.second, 1000U);
+  // The batches, plus the `at`s of total_message_counts itself (one per place).
+  EXPECT_GE(counts.first, 10U);
+  EXPECT_LE(counts.first, 10U + 2 * g_rt->places());
+}
+
+TEST(aggregator, a_failing_update_fails_alone) {
+  const auto o = g_rt->run([]() -> task<std::pair<std::string, totals>> {
+    const auto refs = co_await sinks(0);
+    std::string error;
+    try {
+      co_await finish([&]() -> task<> {
+        // One buffer holds them all: one batch.
+        auto agg = co_await apgas::make_aggregator<add_or_fail, sink, std::uint64_t>(1 << 16);
+        for (std::uint64_t v = 1; v <= 3000; ++v) agg.push(refs.back(), v);
+      });
+    } catch (const apgas::multiple_exceptions& e) {
+      error = e.what();
+    }
+    co_return std::pair{error, co_await collect(0)};
+  });
+  // 1000, 2000 and 3000 fail, in one batch: the other 2,997 updates ran.
+  EXPECT_EQ(o.second.count, 2997U);
+  EXPECT_EQ(o.second.sum, sum_to(3000) - 6000);
+  EXPECT_NE(o.first.find("3 of 3000 aggregated updates failed"), std::string::npos) << o.first;
+  EXPECT_NE(o.first.find("value 1000 refused"), std::string::npos) << o.first;
+}
+
+TEST(aggregator, one_failing_update_is_its_own_exception) {
+  const std::string error = g_rt->run([]() -> task<std::string> {
+    const auto refs = co_await sinks(0);
+    std::string text;
+    try {
+      co_await finish([&]() -> task<> {
+        auto agg = co_await apgas::make_aggregator<add_or_fail, sink, std::uint64_t>();
+        for (std::uint64_t v = 990; v <= 1010; ++v) agg.push(refs.back(), v);
+      });
+    } catch (const apgas::multiple_exceptions& e) {
+      text = e.what();
+    }
+    (void)co_await collect(0);
+    co_return text;
+  });
+  EXPECT_NE(error.find("std::domain_error: value 1000 refused"), std::string::npos) << error;
+  EXPECT_EQ(error.find("aggregated updates failed"), std::string::npos) << error;
+}
+
+TEST(aggregator, updates_pushed_in_a_nested_finish_belong_to_the_owners_finish) {
+  const totals t = g_rt->run([]() -> task<totals> {
+    const auto refs = co_await sinks(0);
+    co_await finish([&]() -> task<> {
+      auto agg = co_await apgas::make_aggregator<add_value, sink, std::uint64_t>();
+      agg.push(refs.back(), 1);
+      co_await finish([&]() -> task<> {
+        for (std::uint64_t v = 2; v <= 100; ++v) agg.push(refs[v % refs.size()], v);
+        co_return;
+      });
+    }); // all 100 sent when agg goes out of scope, and waited for by this finish
+    co_return co_await collect(0);
+  });
+  EXPECT_EQ(t.count, 100U);
+  EXPECT_EQ(t.sum, sum_to(100));
+}
+
+TEST(aggregator, a_null_target_is_refused) {
+  const std::string error = g_rt->run([]() -> task<std::string> {
+    auto agg = co_await apgas::make_aggregator<add_value, sink, std::uint64_t>();
+    try {
+      agg.push(global_ref<sink>{}, 1);
+    } catch (const std::invalid_argument& e) {
+      co_return std::string(e.what()) + "; pending " + std::to_string(agg.pending());
+    }
+    co_return "";
+  });
+  EXPECT_NE(error.find("null global_ref; pending 0"), std::string::npos) << error;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  testing::InitGoogleTest(&argc, argv);
+  apgas::runtime rt(argc, argv);
+  g_rt = &rt;
+  if (rt.here() != 0) GTEST_FLAG_SET(brief, true); // the other places print only failures
+  const int failed = RUN_ALL_TESTS();
+  g_rt = nullptr;
+  return failed;
+}
