@@ -28,6 +28,7 @@ active_messages::active_messages(place_engine& engine, distributed_finish& finis
       m_kind_plain_run(engine.add_handler<&active_messages::on_plain_run>(*this, "plain run")),
       m_kind_at(engine.add_handler<&active_messages::on_at>(*this, "at")),
       m_kind_rpc(engine.add_handler<&active_messages::on_rpc>(*this, "rpc")),
+      m_kind_batch(engine.add_handler<&active_messages::on_batch>(*this, "batch")),
       m_kind_reply(engine.add_handler<&active_messages::on_reply>(*this, "reply")),
       m_counters(engine.sched()) {
   engine.expects_messages_when<&active_messages::served_rpcs_lately>(*this);
@@ -69,6 +70,10 @@ std::vector<std::byte>& active_messages::start_async(finish_state& f, async_invo
 
 std::vector<std::byte>& active_messages::start_async(finish_state& f, plain_async_invoker inv) {
   return start_message(m_kind_plain_async, f, reinterpret_cast<const void*>(inv));
+}
+
+std::vector<std::byte>& active_messages::start_batch(finish_state& f, batch_invoker inv) {
+  return start_message(m_kind_batch, f, reinterpret_cast<const void*>(inv));
 }
 
 void active_messages::count_and_send(finish_state& f, place_id to,
@@ -276,6 +281,21 @@ void active_messages::on_plain_run(place_id from, std::span<const std::byte> bod
     }
     left -= n;
   }
+}
+
+void active_messages::on_batch(place_id from, std::span<const std::byte> body) {
+  byte_reader r(body);
+  // The head in one bounds check: finish id, then the code offset.
+  const std::byte* head = r.read_span(k_finish_id_bytes + sizeof(std::int64_t)).data();
+  const finish_id id = read_finish_id(head);
+  std::int64_t code;
+  std::memcpy(&code, head + k_finish_id_bytes, sizeof code);
+  check_message(from, id, code, code_kind::batch);
+  const auto inv = reinterpret_cast<batch_invoker>(const_cast<void*>(code_at(code)));
+  // Run here and now, from the received bytes: a batch is many tiny updates that would
+  // otherwise be copied, wait behind this place's own work (piling up in memory) and take a
+  // frame; a failed update fails the batch's activity.
+  m_finish.run_arrived(id, from, [&] { inv(r); });
 }
 
 namespace {

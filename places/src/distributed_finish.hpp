@@ -148,6 +148,20 @@ public:
   /// @brief An activity of finish `id` from `from` failed before it started (its arguments did
   /// not deserialize): counted, failed with `error`, and ended.
   void arrive_failed(const finish_id& id, place_id from, std::exception_ptr error);
+  /// @brief An activity of finish `id` from `from` that runs at once, on this thread, in the
+  /// handler (an aggregator's batch): counted, run by `run()`, failed with what that throws,
+  /// and ended.
+  template <class Run>
+  void run_arrived(const finish_id& id, place_id from, Run&& run) {
+    flush_arrivals(); // the gathered ones are counted first, as for arrive_failed
+    proxy& px = arrive(id, from);
+    try {
+      run();
+    } catch (...) {
+      px.fs.add_exception(std::current_exception());
+    }
+    end_strands(px, 1);
+  }
   /// @brief Counts the gathered activities in their proxy, then makes them runnable (after
   /// each delivery, and before anything that must see them counted).
   void flush_arrivals() noexcept;

@@ -9,15 +9,19 @@
 /// Each `agg.push(target, args...)` is an async_at of `F{}(*target, args...)` at target.home(),
 /// governed by the finish of the activity that made the aggregator; what differs from
 /// `apgas::async_at` is the cost. The updates for one place wait in a buffer of the aggregator
-/// (no lock, no count, no message), and a full buffer leaves as one activity that applies its
-/// updates one after the other in a tight loop, where the compiler inlines F. Chapel's
+/// (no lock, no count, no message), and a full buffer leaves as one activity of that finish.
+/// Where it arrives, the message handler runs it at once, straight from the received bytes: its
+/// updates one after the other in a tight loop, where the compiler inlines F (no copy, no
+/// frame, and no batch waits behind the place's own work, piling up in memory). Chapel's
 /// aggregators and the conveyors of the bale library work the same way; Charm++'s TRAM and
 /// UPC++'s rpc_ff batching too.
 ///
 /// Rules:
 ///  - F is a function object that captures nothing; T is the type of the object updated at the
 ///    destination; the Args are bitwise (numbers, plain structs, global_refs): they are copied
-///    into the buffer as bytes.
+///    into the buffer as bytes. F runs in a message handler, as the function of an `at` of a
+///    plain function does: it must not block (a lock that an activity of the place may hold
+///    while it spawns or pushes is a deadlock; atomics are fine).
 ///  - An aggregator belongs to the activity that made it, and its updates to that activity's
 ///    finish, wherever they are pushed from (a nested finish does not wait for them). Use it in
 ///    that activity and in the functions it calls or awaits in sequence, not in another activity:
@@ -69,9 +73,9 @@ template <class... Args>
 std::string describe_failed_updates(std::size_t failed, std::size_t total,
                                     const std::exception_ptr& first);
 
-/// @brief A batch of an aggregator where it arrives (a plain async: it runs on the frame of a
-/// plain batch, see plain_batches.hpp): the target, then the updates' arguments. Each update
-/// runs F on the target; one that throws fails alone.
+/// @brief A batch of an aggregator where it arrives, run by the message handler (see the batch
+/// message in active_messages.hpp): the target, then the updates' arguments. Each update runs F
+/// on the target; one that throws fails alone.
 template <class F, class T, class... Args>
 void run_update_batch(byte_reader& r) {
   constexpr std::size_t k_bytes = k_update_bytes<Args...>;
@@ -218,20 +222,25 @@ private:
       if (m_buffers[p].used() != 0) send(p);
   }
 
-  /// One batch: a plain async of run_update_batch (target, then the updates' bytes), counted
+  /// One batch: a message that runs run_update_batch (target, then the updates' bytes), counted
   /// by the finish as one activity. The buffer is emptied only once the batch is sent: if
   /// sending throws, its updates stay buffered.
   void send(place_id p) {
     constexpr auto run = &detail::run_update_batch<F, T, Args...>;
-    (void)detail::registered_entry<run, detail::code_kind::plain_async>::value;
+    (void)detail::registered_entry<run, detail::code_kind::batch>::value;
     buffer& b = m_buffers[p];
-    std::vector<std::byte>& bytes = m_messages->start_async(*m_finish, run);
+    std::vector<std::byte>& bytes = m_messages->start_batch(*m_finish, run);
     byte_writer w(bytes);
     serialize(w, b.target);
     w.write_bytes(b.data.get(), b.used());
     m_messages->send_async(*m_finish, p, bytes);
     b.next = b.data.get();
+    // A stream of batches pushes nothing on the deque: poll the network every few batches.
+    if (detail::worker* self = detail::t_worker) self->count_toward_poll(k_pushes_per_batch);
   }
+
+  /// What a batch sent counts toward the worker's next busy poll (see worker::push).
+  static constexpr std::uint32_t k_pushes_per_batch = detail::worker::k_busy_poll_pushes / 4;
 
   detail::active_messages* m_messages;
   std::size_t m_capacity;         ///< bytes per buffer, a whole number of updates

@@ -14,10 +14,42 @@
 #include <bit>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <new>
 #include <type_traits>
 #include <vector>
 
+#include <sys/mman.h>
+
 namespace apgas_apps {
+
+/// @brief An allocator that asks the kernel for transparent huge pages (madvise) on large
+/// blocks: a table read at random takes a TLB miss on nearly every access otherwise, and how
+/// much that costs depends on where its 4 KiB pages happened to land (which varies from one
+/// allocation to the next, and between the places of one run).
+template <class T>
+struct huge_page_allocator {
+  using value_type = T;
+  static constexpr std::size_t k_huge = std::size_t{2} << 20;
+  huge_page_allocator() = default;
+  template <class U>
+  huge_page_allocator(const huge_page_allocator<U>&) noexcept {}
+  T* allocate(std::size_t n) {
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes < k_huge) return std::allocator<T>{}.allocate(n);
+    const std::size_t rounded = (bytes + k_huge - 1) / k_huge * k_huge;
+    void* p = std::aligned_alloc(k_huge, rounded);
+    if (p == nullptr) throw std::bad_alloc();
+    (void)madvise(p, rounded, MADV_HUGEPAGE); // a hint: without it, 4 KiB pages
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    if (n * sizeof(T) < k_huge) return std::allocator<T>{}.deallocate(p, n);
+    std::free(p);
+  }
+  friend bool operator==(const huge_page_allocator&, const huge_page_allocator&) = default;
+};
 
 /// The HPCC generator: x^63 + x^2 + x + 1 over GF(2), stepped by a shift and a conditional XOR.
 inline constexpr std::uint64_t k_hpcc_poly = 0x7;
@@ -119,7 +151,8 @@ inline unsigned ra_counter_slot() {
 struct ra_block {
   std::uint64_t base = 0;           ///< global index of words[0]
   std::uint64_t mask = 0;           ///< table size - 1
-  std::vector<std::uint64_t> words; ///< words[i] starts as base + i (HPCC's initial table)
+  /// words[i] starts as base + i (HPCC's initial table)
+  std::vector<std::uint64_t, huge_page_allocator<std::uint64_t>> words;
   /// Updates applied here: slot i by thread i alone (plain increments), the last by the
   /// threads beyond (atomic ones).
   std::vector<ra_counter> applied;
@@ -216,17 +249,48 @@ inline void ra_generate_into(ra_aggregator& agg, const ra_refs& refs, const ra_l
                              std::uint64_t first, std::uint64_t count) {
   const apgas::place_id me = apgas::here();
   ra_block& mine = *refs[me];
+  // Copies of what the loop reads: a store to a word of the table could be a store to any
+  // 64-bit field for all the compiler knows, so fields would be read again on every update.
   const std::uint64_t mask = l.mask();
+  const int shift = l.block_shift;
+  const std::uint64_t block = l.block;
+  const std::uint64_t base = mine.base;
+  std::uint64_t* const words = mine.words.data();
+  const bool single_worker = mine.single_worker;
+  const apgas::global_ref<ra_block>* const targets = refs.data();
+  // In runs: the local updates first, with the others set aside, then those pushed. The first
+  // loop stays as small as the sequential one (its values in registers, many table misses in
+  // flight at once); the pushes, on values in the cache, cannot slow it down.
+  constexpr std::size_t k_run = 1024;
+  std::uint64_t remote[k_run];
   std::uint64_t ran = hpcc_starts(static_cast<std::int64_t>(first));
   std::uint64_t kept = 0;
-  for (std::uint64_t i = 0; i < count; ++i) {
-    ran = hpcc_next(ran);
-    const apgas::place_id owner = l.owner(ran & mask);
-    if (owner == me) {
-      mine.xor_word(ran);
-      ++kept;
-    } else {
-      agg.push(refs[owner], ran);
+  for (std::uint64_t done = 0; done < count;) {
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(k_run, count - done));
+    done += n;
+    std::size_t set_aside = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      ran = hpcc_next(ran);
+      const std::uint64_t index = ran & mask;
+      const auto owner =
+          static_cast<apgas::place_id>(shift >= 0 ? index >> shift : index / block);
+      if (owner == me) {
+        std::atomic_ref<std::uint64_t> word(words[index - base]);
+        // relaxed: as ra_block::xor_word.
+        if (single_worker)
+          word.store(word.load(std::memory_order_relaxed) ^ ran, std::memory_order_relaxed);
+        else
+          word.fetch_xor(ran, std::memory_order_relaxed);
+      } else {
+        remote[set_aside++] = ran;
+      }
+    }
+    kept += n - set_aside;
+    for (std::size_t i = 0; i < set_aside; ++i) {
+      const std::uint64_t index = remote[i] & mask;
+      const auto owner =
+          static_cast<apgas::place_id>(shift >= 0 ? index >> shift : index / block);
+      agg.push(targets[owner], remote[i]);
     }
   }
   mine.count_applied(kept);
@@ -234,15 +298,16 @@ inline void ra_generate_into(ra_aggregator& agg, const ra_refs& refs, const ra_l
 
 /// @brief As ra_generate, with the remote updates buffered per owner by an aggregator.
 inline apgas::task<> ra_generate_aggregated(ra_refs refs, ra_layout l, std::uint64_t first,
-                                            std::uint64_t count) {
-  auto agg = co_await apgas::make_aggregator<ra_xor, ra_block, std::uint64_t>();
+                                            std::uint64_t count, std::size_t bytes_per_place) {
+  auto agg = co_await apgas::make_aggregator<ra_xor, ra_block, std::uint64_t>(bytes_per_place);
   ra_generate_into(agg, refs, l, first, count);
 } // the aggregator sends what is left here
 
 /// @brief This place's share of the `total` updates, in chunks that are asyncs of the
 /// enclosing (distributed) finish.
 struct ra_generate_share {
-  apgas::task<> operator()(ra_refs refs, ra_layout l, std::uint64_t total, ra_send how) const {
+  apgas::task<> operator()(ra_refs refs, ra_layout l, std::uint64_t total, ra_send how,
+                           std::size_t bytes_per_place) const {
     const apgas::place_id p = apgas::here();
     // Exact split of [0, total): place q starts at floor(total * q / P), computed without
     // overflowing 64 bits.
@@ -255,7 +320,7 @@ struct ra_generate_share {
     for (std::uint64_t at = begin; at < end; at += k_ra_chunk) {
       const std::uint64_t n = std::min(k_ra_chunk, end - at);
       if (how == ra_send::aggregated)
-        co_await apgas::async(ra_generate_aggregated(refs, l, at, n));
+        co_await apgas::async(ra_generate_aggregated(refs, l, at, n, bytes_per_place));
       else
         co_await apgas::async(ra_generate(refs, l, at, n));
     }
@@ -328,7 +393,8 @@ struct ra_outcome {
 /// phase (to snapshot message counters, say).
 template <class Between>
 apgas::task<ra_outcome> ra_run(std::uint32_t log_size, std::uint64_t total, Between between,
-                               ra_send how = ra_send::aggregated) {
+                               ra_send how = ra_send::aggregated,
+                               std::size_t bytes_per_place = ra_aggregator::k_default_bytes_per_place) {
   const apgas::place_id n = apgas::places();
   const ra_layout l = ra_layout::make(log_size, n);
   const ra_table table = co_await ra_table::make([](apgas::place_id) { return ra_block{}; });
@@ -345,7 +411,7 @@ apgas::task<ra_outcome> ra_run(std::uint32_t log_size, std::uint64_t total, Betw
   const auto start = std::chrono::steady_clock::now();
   co_await apgas::finish([&]() -> apgas::task<> { // an SPMD finish over every place
     for (apgas::place_id p = 0; p < n; ++p)
-      co_await apgas::async_at(p, ra_generate_share{}, refs, l, total, how);
+      co_await apgas::async_at(p, ra_generate_share{}, refs, l, total, how, bytes_per_place);
   });
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   co_await between("end");

@@ -57,6 +57,14 @@ public:
     if (--m_pushes_until_poll == 0) [[unlikely]] busy_poll();
   }
 
+  /// @brief Owner only: counts work that pushes no item (an aggregator's batch) as `pushes`
+  /// pushes toward the next busy poll, so that a place busy with such work still serves its
+  /// network (the other places' messages, its own sends waiting for their receivers).
+  void count_toward_poll(std::uint32_t pushes) noexcept {
+    if (m_pushes_until_poll <= pushes) busy_poll();
+    else m_pushes_until_poll -= pushes;
+  }
+
   /// @brief Owner only, between two strands (see m_between_strands): makes an item that a
   /// message handler created stealable, without the busy-poll countdown of push().
   void push_between_strands(deque_item item) {

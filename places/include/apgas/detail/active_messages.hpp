@@ -14,6 +14,9 @@
 //   at         finish id, code offset, reply token, arguments -> the same, replying at its end
 //   rpc        code offset, reply token, arguments     -> an `at` of a plain function: runs in
 //              the handler where it arrives, and is no activity of any finish
+//   batch      finish id, code offset, arguments       -> an aggregator's batch of updates
+//              (<apgas/aggregator.hpp>): an activity of the finish that runs in the handler
+//              where it arrives, straight from the received bytes, and ends there
 //   reply      token, ok flag, value bytes or error text -> resumes the waiting `at`
 #pragma once
 
@@ -49,6 +52,9 @@ using async_invoker = promise_base* (*)(byte_reader& args);
 /// @brief Runs an activity of a plain function (one that does not suspend) from its serialized
 /// arguments, on the frame of a batch of such activities (at the receiver).
 using plain_async_invoker = void (*)(byte_reader& args);
+/// @brief Runs an aggregator's batch of updates from its serialized arguments, in the message
+/// handler (at the receiver). Throws what a failed update threw.
+using batch_invoker = void (*)(byte_reader& args);
 /// @brief The same for the body of an `at`, which sends its value to `to` when it ends.
 using at_invoker = promise_base* (*)(byte_reader& args, reply_address to);
 /// @brief Runs the body of an `at` of a plain function from its serialized arguments and
@@ -98,6 +104,8 @@ public:
   std::vector<std::byte>& start_async(finish_state& f, async_invoker inv);
   /// @brief As above, for a plain function: the receiver runs it in a batch.
   std::vector<std::byte>& start_async(finish_state& f, plain_async_invoker inv);
+  /// @brief As start_async, for an aggregator's batch (sent with send_async too).
+  std::vector<std::byte>& start_batch(finish_state& f, batch_invoker inv);
   /// @brief Counts (as record_send) and sends an activity message begun by start_async.
   void send_async(finish_state& f, place_id to, const std::vector<std::byte>& bytes);
   /// @brief A plain async whose arguments are all bitwise, in one call: counts it and has
@@ -171,6 +179,7 @@ private:
   void on_plain_run(place_id from, std::span<const std::byte> body);
   void on_at(place_id from, std::span<const std::byte> body);
   void on_rpc(place_id from, std::span<const std::byte> body);
+  void on_batch(place_id from, std::span<const std::byte> body);
   void on_reply(place_id from, std::span<const std::byte> body);
   void on_activity(place_id from, std::span<const std::byte> body, bool is_at);
   /// Throws unless `id` can be a finish's and `code` is a registered entry point of `kind`.
@@ -190,6 +199,7 @@ private:
   message_kind m_kind_plain_run;
   message_kind m_kind_at;
   message_kind m_kind_rpc;
+  message_kind m_kind_batch;
   message_kind m_kind_reply;
   active_message_counters m_counters;
   reply_table m_replies; ///< requests waiting for their replies, by token
