@@ -13,6 +13,8 @@
 #include "transport_fake.hpp"
 #include <gtest/gtest.h>
 
+#include <array>
+#include <bit>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -109,6 +111,19 @@ std::int64_t plain_entry() {
   return code_offset(reinterpret_cast<const void*>(fn));
 }
 
+/// The object an aggregator's batch updates in the samples. Its update never touches it: a
+/// damaged batch may carry a target whose address is garbage (an argument, as the user's
+/// global_refs are: the runtime checks its place, not what it points to).
+struct batch_target {};
+struct count_update {
+  void operator()(batch_target&, long x) const { g_ran += x; }
+};
+std::int64_t batch_entry() {
+  constexpr auto fn = &run_update_batch<count_update, batch_target, long>;
+  (void)registered_entry<fn, code_kind::batch>::value;
+  return code_offset(reinterpret_cast<const void*>(fn));
+}
+
 std::vector<sample> samples(const place_engine& engine) {
   std::vector<sample> s;
   const std::int64_t plain = plain_entry();
@@ -123,6 +138,22 @@ std::vector<sample> samples(const place_engine& engine) {
     run.insert(run.end(), a.begin(), a.end());
   }
   s.push_back({"plain run", run});
+  {
+    static batch_target target; // here, at place 1
+    const apgas::global_ref<batch_target> ref = [] {
+      // A reference made as place 1 would: its home is this place.
+      std::array<std::byte, sizeof(apgas::global_ref<batch_target>)> bytes{};
+      const place_id home = 1;
+      const auto address = reinterpret_cast<std::uintptr_t>(&target);
+      std::memcpy(bytes.data(), &home, sizeof home);
+      std::memcpy(bytes.data() + 8, &address, sizeof address);
+      return std::bit_cast<apgas::global_ref<batch_target>>(bytes);
+    }();
+    std::vector<std::byte> batch = packed(home, serial, batch_entry());
+    const auto r = packed(ref, 4L, 5L, 6L);
+    batch.insert(batch.end(), r.begin(), r.end());
+    s.push_back({"batch", batch});
+  }
   s.push_back({"async", packed(home, serial, plain, std::int64_t{5})});
   s.push_back({"at", packed(home, serial, plain, std::uint64_t{1}, std::int64_t{5})});
   s.push_back({"rpc", packed(plain, std::uint64_t{1}, std::int64_t{5})});
