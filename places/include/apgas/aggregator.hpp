@@ -30,6 +30,9 @@
 ///  - An update that throws fails alone: the others of its batch still run, and the finish gets
 ///    one error per failed batch (the exception itself if one update failed, else a text that
 ///    says how many failed and what the first said).
+///  - F may take a whole batch instead, `F{}(T&, apgas::updates<Args...>)` (a range of the
+///    updates' arguments): its loop can then keep what it reads of T in registers and count
+///    once per batch. What it throws fails that batch.
 ///  - Memory: at most one buffer of `bytes_per_place` per destination this aggregator has sent
 ///    to (allocated on the first update for that place), and a table of 40 bytes per place.
 ///  - Ordering: none between updates, as between any asyncs.
@@ -40,11 +43,13 @@
 
 #include <algorithm>
 #include <coroutine>
-#include <cstdio>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <exception>
+#include <iterator>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -69,13 +74,73 @@ template <class... Args>
   return args;
 }
 
+} // namespace detail
+
+/// @brief The updates of one batch as they arrived, for an F that takes a whole batch
+/// (`F{}(T&, apgas::updates<Args...>)`): an input range whose elements are the updates'
+/// arguments, read from the received bytes (a value for one argument, else a std::tuple).
+/// Valid during the call only.
+template <class... Args>
+class updates {
+  static constexpr std::size_t k_bytes = detail::k_update_bytes<Args...>;
+
+public:
+  using value_type = std::conditional_t<sizeof...(Args) == 1,
+                                        std::tuple_element_t<0, std::tuple<Args...>>,
+                                        std::tuple<Args...>>;
+  class iterator {
+  public:
+    using value_type = updates::value_type;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    explicit iterator(const std::byte* at) noexcept : m_at(at) {}
+    [[gnu::always_inline]] value_type operator*() const noexcept {
+      if constexpr (sizeof...(Args) == 1) {
+        value_type v;
+        std::memcpy(&v, m_at, sizeof v);
+        return v;
+      } else {
+        return detail::read_update<Args...>(m_at);
+      }
+    }
+    iterator& operator++() noexcept {
+      m_at += k_bytes;
+      return *this;
+    }
+    iterator operator++(int) noexcept {
+      iterator old = *this;
+      m_at += k_bytes;
+      return old;
+    }
+    friend bool operator==(const iterator&, const iterator&) = default;
+
+  private:
+    const std::byte* m_at = nullptr;
+  };
+
+  explicit updates(std::span<const std::byte> bytes) noexcept : m_bytes(bytes) {}
+  iterator begin() const noexcept { return iterator(m_bytes.data()); }
+  iterator end() const noexcept { return iterator(m_bytes.data() + m_bytes.size()); }
+  /// @brief The number of updates.
+  std::size_t size() const noexcept { return m_bytes.size() / k_bytes; }
+
+private:
+  std::span<const std::byte> m_bytes; ///< a whole number of updates
+};
+
+namespace detail {
+
+/// @brief F takes a whole batch (see updates) rather than one update at a time.
+template <class F, class T, class... Args>
+inline constexpr bool k_takes_batches = std::is_invocable_v<const F&, T&, updates<Args...>>;
+
 /// @brief Text for a batch whose updates failed: how many, and what the first said.
 std::string describe_failed_updates(std::size_t failed, std::size_t total,
                                     const std::exception_ptr& first);
 
 /// @brief A batch of an aggregator where it arrives, run by the message handler (see the batch
-/// message in active_messages.hpp): the target, then the updates' arguments. Each update runs F
-/// on the target; one that throws fails alone.
+/// message in active_messages.hpp): the target, then the updates' arguments. F takes the whole
+/// batch, or each update runs F on the target and one that throws fails alone.
 template <class F, class T, class... Args>
 void run_update_batch(byte_reader& r) {
   constexpr std::size_t k_bytes = k_update_bytes<Args...>;
@@ -85,21 +150,25 @@ void run_update_batch(byte_reader& r) {
     r.fail("an aggregated batch of " + std::to_string(items.size()) + " bytes, not a whole "
            "number of " + std::to_string(k_bytes) + "-byte updates");
   T& object = *target; // throws bad_place unless the batch came to the target's home
-  std::size_t failed = 0;
-  std::exception_ptr first;
-  const std::byte* at = items.data();
-  const std::byte* const end = at + items.size();
-  for (; at != end; at += k_bytes) {
-    try {
-      std::tuple<Args...> args = read_update<Args...>(at);
-      std::apply([&object](Args&... a) { F{}(object, a...); }, args);
-    } catch (...) {
-      if (failed++ == 0) first = std::current_exception();
+  if constexpr (k_takes_batches<F, T, Args...>) {
+    F{}(object, updates<Args...>(items));
+  } else {
+    std::size_t failed = 0;
+    std::exception_ptr first;
+    const std::byte* at = items.data();
+    const std::byte* const end = at + items.size();
+    for (; at != end; at += k_bytes) {
+      try {
+        std::tuple<Args...> args = read_update<Args...>(at);
+        std::apply([&object](Args&... a) { F{}(object, a...); }, args);
+      } catch (...) {
+        if (failed++ == 0) first = std::current_exception();
+      }
     }
+    if (failed == 1) std::rethrow_exception(first);
+    if (failed > 1)
+      throw std::runtime_error(describe_failed_updates(failed, items.size() / k_bytes, first));
   }
-  if (failed == 1) std::rethrow_exception(first);
-  if (failed > 1)
-    throw std::runtime_error(describe_failed_updates(failed, items.size() / k_bytes, first));
 }
 
 template <class F, class T, class... Args>
@@ -120,8 +189,10 @@ class aggregator {
                 "apgas::aggregator: the update's arguments must be bitwise (trivially copyable, "
                 "no pointers): they are copied into the buffer as bytes. Send a global_ref or an "
                 "index instead of a pointer; use async_at for other arguments");
-  static_assert(std::is_invocable_v<const F&, T&, Args&...>,
-                "apgas::aggregator<F, T, Args...>: F must be callable as F{}(T&, Args...)");
+  static_assert(std::is_invocable_v<const F&, T&, Args&...> ||
+                    detail::k_takes_batches<F, T, Args...>,
+                "apgas::aggregator<F, T, Args...>: F must be callable as F{}(T&, Args...) (one "
+                "update) or F{}(T&, apgas::updates<Args...>) (a whole batch)");
 
   static constexpr std::size_t k_update_bytes = detail::k_update_bytes<Args...>;
 

@@ -45,6 +45,25 @@ struct add_product {
   }
 };
 
+/// The same as add_product, a batch at a time.
+struct add_products {
+  void operator()(sink& s, apgas::updates<std::uint32_t, std::uint16_t> batch) const {
+    std::uint64_t sum = 0;
+    for (const auto& [a, b] : batch) sum += std::uint64_t{a} * b;
+    s.count.fetch_add(batch.size(), std::memory_order_relaxed);
+    s.sum.fetch_add(sum, std::memory_order_relaxed);
+  }
+};
+
+/// A batch at a time, failing the batch when it holds 1000.
+struct add_all_or_fail {
+  void operator()(sink& s, apgas::updates<std::uint64_t> batch) const {
+    for (const std::uint64_t v : batch)
+      if (v == 1000) throw std::domain_error("a batch with 1000 refused");
+    for (const std::uint64_t v : batch) add_value{}(s, v);
+  }
+};
+
 /// Fails for the values divisible by 1000, applies the others.
 struct add_or_fail {
   void operator()(sink& s, std::uint64_t v) const {
@@ -122,6 +141,41 @@ TEST(aggregator, several_arguments_travel_in_order) {
   });
   EXPECT_EQ(t.count, 1000U);
   EXPECT_EQ(t.sum, 3 * sum_to(999));
+}
+
+TEST(aggregator, an_update_function_may_take_whole_batches) {
+  const totals t = g_rt->run([]() -> task<totals> {
+    const auto refs = co_await sinks(0);
+    co_await finish([&]() -> task<> {
+      auto agg = co_await apgas::make_aggregator<add_products, sink, std::uint32_t,
+                                                 std::uint16_t>(100);
+      for (std::uint32_t i = 0; i < 1000; ++i)
+        agg.push(refs[i % refs.size()], i, static_cast<std::uint16_t>(3));
+    });
+    co_return co_await collect(0);
+  });
+  EXPECT_EQ(t.count, 1000U);
+  EXPECT_EQ(t.sum, 3 * sum_to(999));
+}
+
+TEST(aggregator, what_a_batch_function_throws_fails_its_batch) {
+  const auto o = g_rt->run([]() -> task<std::pair<std::string, totals>> {
+    const auto refs = co_await sinks(0);
+    std::string error;
+    try {
+      co_await finish([&]() -> task<> {
+        // Batches of 100 updates: 901..1000 fail together, the other 900 run.
+        auto agg = co_await apgas::make_aggregator<add_all_or_fail, sink, std::uint64_t>(800);
+        for (std::uint64_t v = 1; v <= 1000; ++v) agg.push(refs.back(), v);
+      });
+    } catch (const apgas::multiple_exceptions& e) {
+      error = e.what();
+    }
+    co_return std::pair{error, co_await collect(0)};
+  });
+  EXPECT_EQ(o.second.count, 900U);
+  EXPECT_EQ(o.second.sum, sum_to(900));
+  EXPECT_NE(o.first.find("a batch with 1000 refused"), std::string::npos) << o.first;
 }
 
 TEST(aggregator, updates_for_two_objects_at_one_place_do_not_mix) {

@@ -211,9 +211,27 @@ struct ra_update {
 /// 4000 word operations) is noise, few enough that the workers of a place share the work.
 inline constexpr std::uint64_t k_ra_chunk = 1 << 14;
 
-/// @brief The update of the aggregated kernel (ra_generate_aggregated), at the owner.
+/// @brief The updates of the aggregated kernel (ra_generate_aggregated), a batch at a time at
+/// the owner: the block's fields read once (a store to a word could be a store to any of them
+/// for all the compiler knows), one count per batch.
 struct ra_xor {
-  void operator()(ra_block& block, std::uint64_t ran) const { block.apply(ran); }
+  void operator()(ra_block& block, apgas::updates<std::uint64_t> batch) const {
+    const std::uint64_t mask = block.mask;
+    const std::uint64_t base = block.base;
+    std::uint64_t* const words = block.words.data();
+    if (block.single_worker) {
+      for (const std::uint64_t ran : batch) {
+        std::atomic_ref<std::uint64_t> word(words[(ran & mask) - base]);
+        // relaxed: as ra_block::xor_word.
+        word.store(word.load(std::memory_order_relaxed) ^ ran, std::memory_order_relaxed);
+      }
+    } else {
+      for (const std::uint64_t ran : batch)
+        std::atomic_ref<std::uint64_t>(words[(ran & mask) - base])
+            .fetch_xor(ran, std::memory_order_relaxed);
+    }
+    block.count_applied(batch.size());
+  }
 };
 
 /// @brief How a place sends its updates to their owners.
