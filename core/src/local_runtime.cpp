@@ -26,6 +26,7 @@ local_runtime::local_runtime(const options& opts) {
   if (!g_current.compare_exchange_strong(expected, this, std::memory_order_acq_rel))
     throw std::logic_error("apgas: a runtime already exists in this process");
   detail::g_default_policy = opts.default_policy; // before any worker starts
+  detail::g_adaptive_bound = opts.adaptive_bound;
   m_sched = std::make_unique<detail::scheduler>(opts);
   if (opts.progress_ms != 0) m_progress = std::thread([this] { progress_loop(); });
 }

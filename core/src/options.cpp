@@ -13,7 +13,12 @@
 namespace apgas {
 
 std::string_view to_string(policy p) noexcept {
-  return p == policy::work_first ? "work-first" : "help-first";
+  switch (p) {
+  case policy::work_first: return "work-first";
+  case policy::help_first: return "help-first";
+  case policy::adaptive: return "adaptive";
+  }
+  return "?";
 }
 
 namespace {
@@ -42,7 +47,10 @@ policy parse_policy(std::string_view what, std::string_view text) {
     return policy::work_first;
   if (text == "help-first" || text == "hf" || text == "help_first")
     return policy::help_first;
-  throw usage_error(fmt::format("{}: expected work-first or help-first, got '{}'", what, text));
+  if (text == "adaptive" || text == "ad")
+    return policy::adaptive;
+  throw usage_error(
+      fmt::format("{}: expected work-first, help-first or adaptive, got '{}'", what, text));
 }
 
 /// The value of option `what` given as `text`; a yes/no or a policy has no other values than

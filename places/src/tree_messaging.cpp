@@ -81,7 +81,9 @@ void tree_messaging::on_up(place_id /*from*/, std::span<const std::byte> body) {
     std::vector<std::byte>& out = m_relays[next];
     if (out.empty()) {
       const auto message_head = pack_head(m_kind_up, std::uint32_t{0}); // count set at flush
-      out.insert(out.end(), message_head.begin(), message_head.end());
+      // resize and copy: GCC 12 sees an insert into the empty vector overflow (a false alarm)
+      out.resize(message_head.size());
+      std::memcpy(out.data(), message_head.data(), message_head.size());
     }
     append_entry(out, root, kind, from, payload);
     ++m_relay_counts[next];

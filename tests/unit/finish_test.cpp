@@ -136,22 +136,24 @@ TEST_P(finish_semantics, plain_callables_run_as_activities) {
   EXPECT_EQ(counter.load(), 101);
 }
 
-TEST_P(finish_semantics, a_finish_may_choose_the_other_policy) {
-  const apgas::policy other = policy() == apgas::policy::work_first ? apgas::policy::help_first
-                                                                   : apgas::policy::work_first;
-  std::atomic<int> counter{0};
-  rt().run([&]() -> task<> {
-    co_await finish(other, [&]() -> task<> {
-      for (int i = 0; i < 100; ++i) {
-        co_await async([&]() -> task<> {
-          co_await finish([&]() -> task<> { // back to the run's default
-            for (int j = 0; j < 10; ++j) co_await async(bump(counter));
+TEST_P(finish_semantics, a_finish_may_choose_another_policy) {
+  for (const apgas::policy other :
+       {apgas::policy::work_first, apgas::policy::help_first, apgas::policy::adaptive}) {
+    if (other == policy()) continue;
+    std::atomic<int> counter{0};
+    rt().run([&]() -> task<> {
+      co_await finish(other, [&]() -> task<> {
+        for (int i = 0; i < 100; ++i) {
+          co_await async([&]() -> task<> {
+            co_await finish([&]() -> task<> { // back to the run's default
+              for (int j = 0; j < 10; ++j) co_await async(bump(counter));
+            });
           });
-        });
-      }
+        }
+      });
     });
-  });
-  EXPECT_EQ(counter.load(), 1000);
+    EXPECT_EQ(counter.load(), 1000) << apgas::to_string(other);
+  }
 }
 
 task<long> fib(int n) {

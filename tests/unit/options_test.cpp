@@ -36,6 +36,18 @@ TEST(options, flags_are_consumed_and_the_rest_is_left_in_order) {
   EXPECT_EQ(a.argv()[3], nullptr);
 }
 
+TEST(options, the_policy_is_one_of_three) {
+  for (const auto& [text, p] : {std::pair{"work-first", apgas::policy::work_first},
+                                std::pair{"help-first", apgas::policy::help_first},
+                                std::pair{"adaptive", apgas::policy::adaptive}}) {
+    argv_builder a({"app", "--policy", text});
+    EXPECT_EQ(apgas::options::from_env_and_args(a.argc, a.argv()).default_policy, p) << text;
+    EXPECT_EQ(apgas::to_string(p), text);
+  }
+  argv_builder bad({"app", "--policy", "eager"});
+  EXPECT_THROW((void)apgas::options::from_env_and_args(bad.argc, bad.argv()), apgas::usage_error);
+}
+
 TEST(options, environment_variables_set_defaults_and_flags_win) {
   ::setenv("APGAS_THREADS", "5", 1);
   ::setenv("APGAS_POLICY", "help-first", 1);

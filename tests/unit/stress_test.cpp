@@ -97,4 +97,32 @@ TEST_P(random_trees, count_every_node_exactly_once) {
 
 APGAS_INSTANTIATE_CONFIGS(random_trees);
 
+// Adaptive with tiny bounds: spawns switch between help-first and work-first all the time,
+// inside one finish and one frame (see adaptive_runs_child_first in worker.hpp).
+TEST(random_trees_adaptive, count_every_node_exactly_once_at_tiny_bounds) {
+  for (unsigned bound : {1U, 2U, 3U}) {
+    for (unsigned workers : {1U, 2U, 4U}) {
+      apgas::options o;
+      o.default_policy = apgas::policy::adaptive;
+      o.adaptive_bound = bound;
+      o.threads = workers;
+      o.pin_workers = false;
+      apgas::local_runtime rt(o);
+      for (std::uint64_t seed = 1; seed <= 30 / apgas_test::k_sanitizer_slowdown; ++seed) {
+        constexpr int k_depth = 12;
+        std::atomic<long> count{0};
+        std::atomic<int> errors{0};
+        long at_end = -1;
+        rt.run([&]() -> task<> {
+          co_await finish([&]() -> task<> { co_await node(seed, k_depth, count, errors); });
+          at_end = count.load();
+        });
+        ASSERT_EQ(errors.load(), 0) << "seed " << seed << " bound " << bound;
+        ASSERT_EQ(at_end, expected_nodes(seed, k_depth))
+            << "seed " << seed << " bound " << bound << " workers " << workers;
+      }
+    }
+  }
+}
+
 } // namespace

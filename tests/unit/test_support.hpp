@@ -1,4 +1,4 @@
-// Shared fixtures: every semantic test runs under both policies and several worker counts.
+// Shared fixtures: every semantic test runs under every policy and several worker counts.
 #pragma once
 
 #include <apgas/core.hpp>
@@ -31,9 +31,10 @@ inline apgas::options make_options(const config& c) {
 }
 
 inline std::string config_name(const testing::TestParamInfo<config>& info) {
-  const auto p = std::get<0>(info.param);
-  return std::string(p == apgas::policy::work_first ? "work_first" : "help_first") + "_" +
-         std::to_string(std::get<1>(info.param)) + "_workers";
+  std::string name(apgas::to_string(std::get<0>(info.param)));
+  for (char& c : name)
+    if (c == '-') c = '_';
+  return name + "_" + std::to_string(std::get<1>(info.param)) + "_workers";
 }
 
 /// A fixture owning one runtime per test.
@@ -50,7 +51,8 @@ private:
 #define APGAS_INSTANTIATE_CONFIGS(suite)                                                       \
   INSTANTIATE_TEST_SUITE_P(                                                                    \
       policies, suite,                                                                         \
-      testing::Combine(testing::Values(apgas::policy::work_first, apgas::policy::help_first), \
+      testing::Combine(testing::Values(apgas::policy::work_first, apgas::policy::help_first,  \
+                                       apgas::policy::adaptive),                               \
                        testing::Values(1U, 2U, 4U)),                                           \
       apgas_test::config_name)
 

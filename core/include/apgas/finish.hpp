@@ -122,7 +122,12 @@ public:
     // A local copy: the stores below go through these pointers, and GCC cannot tell that
     // they leave the array (in the frame) unchanged, so it would reload it after each.
     const std::array<promise_base*, k_count> promises = m_promises;
-    const bool work_first = m_state.m_policy == policy::work_first;
+    // Adaptive: help-first below the deque bound. Safe from any waiter, work-first child or
+    // not: the tasks belong to this new finish, which they all end before the waiter goes on.
+    const bool work_first =
+        m_state.m_policy == policy::work_first ||
+        (m_state.m_policy == policy::adaptive &&
+         w.m_deque.size_estimate() >= g_adaptive_bound);
     for (std::size_t i = 0; i < k_count; ++i) {
       promise_base* p = promises[i];
       p->m_finish = &m_state;

@@ -11,8 +11,10 @@ namespace apgas {
 
 /// @brief How `async` schedules: work-first pushes the parent's continuation and runs the
 /// child at once (continuation stealing, Cilk-like); help-first pushes the child and goes on
-/// with the parent (child stealing).
-enum class policy : std::uint8_t { work_first, help_first };
+/// with the parent (child stealing); adaptive is help-first while the worker's deque holds
+/// fewer than options::adaptive_bound items and work-first beyond, so that a flat loop of
+/// asyncs keeps a bounded number of unstarted children (see spawn in worker.hpp).
+enum class policy : std::uint8_t { work_first, help_first, adaptive };
 
 std::string_view to_string(policy p) noexcept;
 
@@ -31,7 +33,7 @@ enum class finish_pattern : std::uint8_t {
 /// The list makes both the members of apgas::options (with their defaults) and the table that
 /// parses flags and variables and prints help_text(), so that no option has a second name or a
 /// second default anywhere (the transport reads these members too).
-/// - `low`..`high`: what a flag or a variable may set (yes/no and the policy: their two values).
+/// - `low`..`high`: what a flag or a variable may set (yes/no and the policy: all their values).
 ///   A default below `low` is one no flag can give and means "decided at start" (threads: one
 ///   per PU); help_text() shows it as `auto`.
 /// - value hint: how the flag's value looks in help_text(); nullptr makes the flag a switch
@@ -45,8 +47,10 @@ enum class finish_pattern : std::uint8_t {
   X(unsigned, threads, 0, 1, 4096, "--threads", "APGAS_THREADS", "N",                              \
     "worker threads per place (default: PUs of the cpuset)")                                       \
   X(::apgas::policy, default_policy, ::apgas::policy::work_first, ::apgas::policy::work_first,     \
-    ::apgas::policy::help_first, "--policy", "APGAS_POLICY", "work-first|help-first",              \
+    ::apgas::policy::adaptive, "--policy", "APGAS_POLICY", "work-first|help-first|adaptive",       \
     "default scheduling policy of finishes")                                                       \
+  X(unsigned, adaptive_bound, 64, 1, 1U << 20, "--adaptive-bound", "APGAS_ADAPTIVE_BOUND", "N",    \
+    "adaptive policy: items in a worker's deque from which a spawn runs the child at once")        \
   X(bool, stats, false, false, true, "--stats", "APGAS_STATS", nullptr,                            \
     "print per-worker statistics at exit")                                                         \
   X(bool, pin_workers, true, false, true, "--pin", "APGAS_PIN", "yes|no",                          \

@@ -183,6 +183,26 @@ inline thread_local worker* t_worker = nullptr;
 
 /// @brief The default policy of new finishes (set by the runtime before workers start).
 inline policy g_default_policy = policy::work_first;
+/// @brief options::adaptive_bound (set by the runtime before workers start): enough items to
+/// feed every thief of a place for a while, few enough that the frames a flat loop holds stay
+/// a constant.
+inline std::int64_t g_adaptive_bound = 64;
+
+/// @brief Whether an adaptive spawn by `parent` runs the child at once (work-first).
+///
+/// Help-first only below the deque bound, and only from a strand with no parent continuation
+/// (a finish body, a help-first child, a stolen continuation): a work-first child's parent
+/// continuation may lie at the bottom of our deque, where the child's end looks for it (see
+/// end_strand_inline), and a counted child pushed above it would be popped there instead. (A
+/// frame awaited in sequence might run inside such a child: it goes work-first too.) A frame
+/// whose spawns go work-first once keeps its children work-first: the deque bounds the
+/// unstarted children a worker holds, and work-first needs no space beyond the sequential
+/// run's per worker.
+[[gnu::always_inline]] inline bool adaptive_runs_child_first(const promise_base& parent,
+                                                            worker& w) noexcept {
+  if (parent.m_role == promise_base::role::call || parent.m_parent != nullptr) return true;
+  return w.m_deque.size_estimate() >= g_adaptive_bound;
+}
 
 /// @brief Starts `child` as an activity of the parent's current finish. Returns the frame to
 /// run now (the child under work-first, the parent under help-first).
@@ -193,7 +213,8 @@ inline policy g_default_policy = policy::work_first;
   child.m_role = promise_base::role::strand;
   worker& w = *t_worker;
   ++w.m_counters.spawns;
-  if (f->m_policy == policy::work_first) {
+  if (f->m_policy == policy::work_first ||
+      (f->m_policy == policy::adaptive && adaptive_runs_child_first(parent, w))) {
     child.m_parent = &parent;
     w.push(as_continuation(&parent));
     return w.transfer(child.m_self);
