@@ -2,6 +2,7 @@
 #include "apgas_kernels.hpp"
 
 #include <apgas_apps/fib.hpp>
+#include <apgas_apps/flat_loop.hpp>
 #include <apgas_apps/integrate.hpp>
 #include <apgas_apps/nqueens.hpp>
 #include <apgas_apps/quicksort.hpp>
@@ -22,6 +23,13 @@ long nqueens(apgas::runtime& rt, int n, int cutoff_depth) {
 
 void quicksort(apgas::runtime& rt, int* a, std::size_t n, std::size_t cutoff) {
   rt.run(apgas_apps::quicksort(a, n, cutoff));
+}
+
+void flat_loop(apgas::runtime& rt, std::uint32_t* out, std::uint64_t n, std::uint64_t* peak) {
+  if (peak == nullptr) return rt.run(apgas_apps::flat_loop(out, n));
+  apgas_apps::loop_frames frames;
+  rt.run(apgas_apps::flat_loop(out, n, &frames));
+  *peak = frames.peak;
 }
 
 } // namespace apgas_bench::apgas_runs

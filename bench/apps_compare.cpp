@@ -1,6 +1,6 @@
-// bench_apps: the app kernels (fib, integrate, nqueens, quicksort) under every scheduler we
-// compare, in one run: sequential, apgas work-first, apgas help-first, TBB task_group and
-// OpenMP tasks, on 1 and 2 workers. Each measurement is the best of --reps runs after one
+// bench_apps: the app kernels (fib, integrate, nqueens, quicksort, a flat loop) under every
+// scheduler we compare, in one run: sequential, apgas work-first, help-first and adaptive, TBB
+// task_group and OpenMP tasks, on 1 and 2 workers. Each measurement is the best of --reps runs after one
 // warm-up run, the configurations of a case taking turns (see run_case); every run's result is
 // checked against the sequential one (a mismatch exits 1).
 //
@@ -13,6 +13,7 @@
 #include <apgas/apgas.hpp>
 
 #include <apgas_apps/fib.hpp>
+#include <apgas_apps/flat_loop.hpp>
 #include <apgas_apps/integrate.hpp>
 #include <apgas_apps/nqueens.hpp>
 #include <apgas_apps/quicksort.hpp>
@@ -75,6 +76,7 @@ struct settings {
   int nqueens_depth = 4;         // coarse: tasks in the top rows only
   std::size_t quicksort_n = 10'000'000;
   std::size_t quicksort_cutoff = 2048; // the fine-grained run uses cutoff 1
+  std::uint64_t loop_n = 1'000'000;    // flat loop: asyncs from one loop
 };
 
 void apply_quick(settings& s) {
@@ -88,6 +90,7 @@ void apply_quick(settings& s) {
   s.nqueens_depth = 3;
   s.quicksort_n = 100'000;
   s.quicksort_cutoff = 2048;
+  s.loop_n = 10'000;
 }
 
 [[noreturn]] void usage_exit(const std::string& why) {
@@ -97,9 +100,10 @@ void apply_quick(settings& s) {
 
 const char* const k_help = R"(usage: bench_apps [options]
 
-Runs fib, integrate, nqueens and quicksort sequentially and under apgas (work-first and
-help-first), TBB task_group and OpenMP tasks, on each worker count, and checks every result
-against the sequential one. Each time is the best of R runs after one warm-up run; the
+Runs fib, integrate, nqueens, quicksort and a flat loop sequentially and under apgas
+(work-first, help-first and adaptive), TBB task_group and OpenMP tasks, on each worker count,
+and checks every result against the sequential one. For the flat loop it also reports the most
+unstarted children each apgas policy held (a run of its own, untimed). Each time is the best of R runs after one warm-up run; the
 configurations of a case take turns, run by run (the machine's speed drifts). Row
 seq-copies runs w copies of the sequential kernel at once, one per CPU, each repeated for
 ~50 ms: w x (the time of one copy alone) / (the time of w copies) is the machine's own ceiling
@@ -107,9 +111,9 @@ for a speedup on w workers, reported next to target (b).
 
   --reps R               repetitions per measurement (default 5)
   --quick                tiny sizes (a smoke test: a few seconds, results still checked)
-  --only LIST            comma-separated apps: fib,integrate,nqueens,quicksort
+  --only LIST            comma-separated apps: fib,integrate,nqueens,quicksort,loop
   --workers LIST         comma-separated worker counts (default 1,2)
-  --variants LIST        comma-separated: apgas-wf,apgas-hf,tbb,omp (default: all; the
+  --variants LIST        comma-separated: apgas-wf,apgas-hf,apgas-ad,tbb,omp (default: all; the
                          sequential reference always runs)
   --json                 JSON array of rows on stdout; table and checks on stderr
   --pin yes|no           pin apgas workers (runtime default: yes)
@@ -123,6 +127,7 @@ for a speedup on w workers, reported next to target (b).
   --nqueens-depth D      coarse run: tasks in the top D rows only (default 4)
   --quicksort-n N        elements (default 10000000), fine run with cutoff 1
   --quicksort-cutoff C   coarse run: ranges of at most C elements are sequential (2048)
+  --loop-n N             flat loop: N asyncs from one loop under one finish (1000000)
 )";
 
 std::vector<std::string> split_list(std::string_view s) {
@@ -194,12 +199,13 @@ settings parse_args(int argc, char** argv) {
     } else if (arg == "--only") {
       s.only = split_list(take());
       for (const auto& a : s.only)
-        if (a != "fib" && a != "integrate" && a != "nqueens" && a != "quicksort")
+        if (a != "fib" && a != "integrate" && a != "nqueens" && a != "quicksort" && a != "loop")
           usage_exit(fmt::format("--only: unknown app '{}'", a));
     } else if (arg == "--variants") {
       s.variants = split_list(take());
       for (const auto& v : s.variants)
-        if (v != "apgas-wf" && v != "apgas-hf" && v != "tbb" && v != "omp" && v != "sequential")
+        if (v != "apgas-wf" && v != "apgas-hf" && v != "apgas-ad" && v != "tbb" && v != "omp" &&
+            v != "sequential")
           usage_exit(fmt::format("--variants: unknown variant '{}'", v));
     } else if (arg == "--workers") {
       s.workers.clear();
@@ -238,6 +244,10 @@ settings parse_args(int argc, char** argv) {
       s.quicksort_n = parse_number<std::size_t>(arg, take());
     } else if (arg == "--quicksort-cutoff") {
       s.quicksort_cutoff = parse_number<std::size_t>(arg, take());
+    } else if (arg == "--loop-n") {
+      s.loop_n = parse_number<std::uint64_t>(arg, take());
+      if (s.loop_n < 1 || s.loop_n > (std::uint64_t{1} << 32))
+        usage_exit("--loop-n: 1 to 2^32");
     } else {
       usage_exit(fmt::format("unknown argument '{}'", argv[i]));
     }
@@ -302,6 +312,9 @@ struct app_case {
   std::function<void()> prepare = [] {}; ///< untimed, before every run
   std::function<double()> run_seq;
   std::function<double()> run_apgas; ///< in the current apgas runtime
+  /// The most unstarted children an apgas run held (in the current runtime; untimed). Empty:
+  /// not measured for this case.
+  std::function<std::uint64_t()> peak_apgas;
   std::function<double()> run_tbb;   ///< empty if the peer is not built
   std::function<double(unsigned)> run_omp;
   std::string mismatch_note; ///< appended to the wrong-result message
@@ -506,6 +519,51 @@ std::vector<app_case> make_quicksort_cases(const settings& s) {
   return out;
 }
 
+/// The flat loop's output buffer and its sequential checksum.
+struct loop_data {
+  std::vector<std::uint32_t> out;
+};
+
+std::vector<app_case> make_loop_cases(const settings& s) {
+  auto data = std::make_shared<loop_data>();
+  data->out.resize(s.loop_n);
+  const std::uint64_t n = s.loop_n;
+  app_case c;
+  c.app = "loop";
+  c.label = fmt::format("loop({}) flat", n);
+  c.tasks = n;
+  // Each run writes every element; the result is their sum (exact in a double for n < 2^21,
+  // and the same rounding for equal sums beyond).
+  const auto sum = [data, n] {
+    return static_cast<double>(apgas_apps::loop_checksum(data->out.data(), n));
+  };
+  c.prepare = [data] { std::fill(data->out.begin(), data->out.end(), 0U); };
+  c.run_seq = [data, n, sum] {
+    apgas_apps::flat_loop_seq(data->out.data(), n);
+    return sum();
+  };
+  c.run_apgas = [data, n, sum] {
+    apgas_bench::apgas_runs::flat_loop(*current_runtime(), data->out.data(), n);
+    return sum();
+  };
+  c.peak_apgas = [data, n] {
+    std::uint64_t peak = 0;
+    apgas_bench::apgas_runs::flat_loop(*current_runtime(), data->out.data(), n, &peak);
+    return peak;
+  };
+#ifdef APGAS_BENCH_HAVE_TBB
+  c.run_tbb = [data, n, sum] {
+    apgas_bench::tbb_peer::flat_loop(data->out.data(), n);
+    return sum();
+  };
+#endif
+  c.run_omp = omp_runner([data, n, sum](unsigned w) {
+    apgas_bench::omp_peer::flat_loop(data->out.data(), n, w);
+    return sum();
+  });
+  return {std::move(c)};
+}
+
 // ---- measuring ------------------------------------------------------------------------------
 
 /// The variant name of the machine's ceiling (see run_sequential_copies).
@@ -514,7 +572,7 @@ constexpr const char* k_copies_variant = "seq-copies";
 struct row {
   std::string app;
   std::string label;
-  std::string variant; ///< sequential, apgas-wf, apgas-hf, tbb, omp
+  std::string variant; ///< sequential, apgas-wf, apgas-hf, apgas-ad, tbb, omp
   unsigned workers = 1;
   bool built = true; ///< false: the peer was not found at configure time
   double seconds = 0;
@@ -522,6 +580,7 @@ struct row {
   std::uint64_t tasks = 0;
   bool coarse = false;
   bool one_task_per_call = false;
+  std::optional<std::uint64_t> peak; ///< most unstarted children held (apgas, loop only)
 };
 
 bool listed(const std::vector<std::string>& list, const std::string& item) {
@@ -547,7 +606,7 @@ double process_cpu_seconds() {
 
 /// One configuration of a case: a variant on a number of workers, and how to run it once.
 struct config {
-  std::string variant; ///< sequential, apgas-wf, apgas-hf, tbb, omp
+  std::string variant; ///< sequential, apgas-wf, apgas-hf, apgas-ad, tbb, omp
   unsigned workers = 1;
   bool built = true;            ///< false: the peer is not built (a row says so)
   std::function<double()> run;  ///< one run of the case (timed)
@@ -556,6 +615,8 @@ struct config {
   std::function<void()> setup;
   std::function<void()> teardown;
   timing best{std::numeric_limits<double>::infinity(), 0};
+  std::function<std::uint64_t()> peak = {}; ///< apgas: measures the case's peak (app_case)
+  std::optional<std::uint64_t> peak_seen = {};
 };
 
 /// Times one run of `cfg` and checks its result; the first result of the case is the
@@ -656,10 +717,10 @@ std::vector<config> make_configs(context& ctx, const app_case& c) {
   std::vector<config> configs;
   configs.push_back(config{"sequential", 1, true, c.run_seq, {}, {}});
   // The machine's ceiling (see run_sequential_copies), one copy and w copies; not for
-  // quicksort, whose sequential kernel sorts one shared array in place.
+  // quicksort and the loop, whose sequential kernels write one shared array.
   const bool parallel_counts = std::any_of(ctx.opts.workers.begin(), ctx.opts.workers.end(),
                                            [](unsigned w) { return w >= 2; });
-  if (c.app != "quicksort" && parallel_counts) {
+  if (c.app != "quicksort" && c.app != "loop" && parallel_counts) {
     auto reps = std::make_shared<unsigned>(0); // shared: every copy count runs as many
     auto copies = [&c, reps](unsigned w) {
       return config{k_copies_variant, w, true,
@@ -671,8 +732,11 @@ std::vector<config> make_configs(context& ctx, const app_case& c) {
       if (w >= 2) configs.push_back(copies(w));
   }
   for (unsigned w : ctx.opts.workers) {
-    for (apgas::policy p : {apgas::policy::work_first, apgas::policy::help_first}) {
-      const std::string variant = p == apgas::policy::work_first ? "apgas-wf" : "apgas-hf";
+    for (apgas::policy p :
+         {apgas::policy::work_first, apgas::policy::help_first, apgas::policy::adaptive}) {
+      const std::string variant = p == apgas::policy::work_first   ? "apgas-wf"
+                                  : p == apgas::policy::help_first ? "apgas-hf"
+                                                                   : "apgas-ad";
       if (!listed(ctx.opts.variants, variant))
         continue;
       apgas::options o{.threads = w, .default_policy = p};
@@ -687,6 +751,7 @@ std::vector<config> make_configs(context& ctx, const app_case& c) {
                                  current_runtime() = nullptr;
                                  rt->reset();
                                }});
+      configs.back().peak = c.peak_apgas;
     }
     if (listed(ctx.opts.variants, "tbb")) {
 #ifdef APGAS_BENCH_HAVE_TBB
@@ -736,10 +801,21 @@ void run_case(context& ctx, const app_case& c, std::vector<row>& rows) {
     std::fputc('.', stderr);
     std::fflush(stderr);
   }
+  // The peak of unstarted children: one more run of each apgas configuration, untimed.
+  for (config& cfg : configs) {
+    if (!cfg.built || !cfg.peak) continue;
+    ctx.dog.arm(fmt::format("{} / {} {}w peak", c.label, cfg.variant, cfg.workers),
+                ctx.opts.timeout_s);
+    c.prepare();
+    cfg.setup();
+    cfg.peak_seen = cfg.peak();
+    cfg.teardown();
+    ctx.dog.disarm();
+  }
   for (const config& cfg : configs)
     rows.push_back(row{c.app, c.label, cfg.variant, cfg.workers, cfg.built,
                        cfg.built ? cfg.best.seconds : 0, cfg.built ? cfg.best.cpu_seconds : 0,
-                       c.tasks, c.coarse, c.one_task_per_call});
+                       c.tasks, c.coarse, c.one_task_per_call, cfg.peak_seen});
 }
 
 // ---- reporting ------------------------------------------------------------------------------
@@ -799,11 +875,11 @@ std::string cell(const std::optional<double>& v, const char* spec) {
 // is the machine's ceiling for a speedup, w x (1 copy) / (w copies), w on a machine whose
 // cores do not slow each other.
 constexpr const char* k_table_format =
-    "{:<31} {:<10} {:>2} {:>9} {:>5} {:>7} {:>7} {:>6} {:>9} {:>9} {:>9}\n";
+    "{:<31} {:<10} {:>2} {:>9} {:>5} {:>7} {:>7} {:>6} {:>9} {:>9} {:>9} {:>9}\n";
 
 void print_table(std::FILE* out, const std::vector<row>& rows) {
   fmt::print(out, fmt::runtime(k_table_format), "case", "variant", "w", "seconds", "cpu/w",
-             "vs seq", "vs tbb", "2w/1w", "tasks", "ns/task", "ovh ns");
+             "vs seq", "vs tbb", "2w/1w", "tasks", "ns/task", "ovh ns", "unstarted");
   std::string last;
   for (const row& r : rows) {
     if (r.label != last && !last.empty())
@@ -821,7 +897,8 @@ void print_table(std::FILE* out, const std::vector<row>& rows) {
                fmt::format("{:.4f}", r.seconds), fmt::format("{:.2f}", r.cpu_seconds / r.seconds),
                cell(d.vs_seq, "{:.2f}"), cell(d.vs_tbb, "{:.2f}"), cell(d.speedup, "{:.2f}"),
                parallel && !copies ? std::to_string(r.tasks) : "-", cell(d.ns_per_task, "{:.1f}"),
-               cell(d.overhead_ns_per_task, "{:.1f}"));
+               cell(d.overhead_ns_per_task, "{:.1f}"),
+               r.peak ? std::to_string(*r.peak) : std::string("-"));
   }
 }
 
@@ -839,12 +916,14 @@ void print_json(std::FILE* out, const std::vector<row>& rows) {
                "  {{\"app\": \"{}\", \"case\": \"{}\", \"variant\": \"{}\", \"workers\": {}, "
                "\"built\": {}, \"seconds\": {}, \"cpu_seconds\": {}, \"vs_seq\": {}, "
                "\"vs_tbb\": {}, \"speedup\": {}, \"tasks\": {}, \"ns_per_task\": {}, "
-               "\"overhead_ns_per_task\": {}, \"coarse\": {}, \"one_task_per_call\": {}}}{}\n",
+               "\"overhead_ns_per_task\": {}, \"coarse\": {}, \"one_task_per_call\": {}, "
+               "\"peak_unstarted\": {}}}{}\n",
                r.app, r.label, r.variant, r.workers, r.built ? "true" : "false",
                when_built(r.seconds), when_built(r.cpu_seconds), json_number(d.vs_seq),
                json_number(d.vs_tbb), json_number(d.speedup),
                r.variant == "sequential" ? 0 : r.tasks, json_number(d.ns_per_task),
                json_number(d.overhead_ns_per_task), r.coarse, r.one_task_per_call,
+               r.peak ? std::to_string(*r.peak) : std::string("null"),
                i + 1 < rows.size() ? "," : "");
   }
   fmt::print(out, "]\n");
@@ -862,7 +941,28 @@ void print_checks(std::FILE* out, const std::vector<row>& rows, const std::vecto
     int miss_machine_below = 0;
   } speedup; // (b) verdicts
   for (const app_case& c : cases) {
-    for (const char* v : {"apgas-wf", "apgas-hf"}) {
+    // (d) adaptive within 5% of the better of work-first and help-first, every worker count.
+    for (unsigned w : s.workers) {
+      const row* wf = find_row(rows, c.label, "apgas-wf", w);
+      const row* hf = find_row(rows, c.label, "apgas-hf", w);
+      const row* ad = find_row(rows, c.label, "apgas-ad", w);
+      if (wf == nullptr || hf == nullptr || ad == nullptr) continue;
+      const double better = std::min(wf->seconds, hf->seconds);
+      fmt::print(out, "  (d) apgas-ad {:<22} {}w: {:5.3f} x the better of wf and hf (<= 1.050) {}\n",
+                 c.label, w, ad->seconds / better, verdict(ad->seconds <= 1.05 * better));
+      ++lines;
+    }
+    // (e) the flat loop's unstarted children: bounded under adaptive, the loop under help-first.
+    for (unsigned w : s.workers) {
+      const row* ad = find_row(rows, c.label, "apgas-ad", w);
+      const row* hf = find_row(rows, c.label, "apgas-hf", w);
+      if (ad == nullptr || hf == nullptr || !ad->peak || !hf->peak) continue;
+      const std::uint64_t bound = apgas::options{}.adaptive_bound + w;
+      fmt::print(out, "  (e) apgas-ad {:<22} {}w: at most {} unstarted children (<= {}), help-first "
+                 "{} {}\n", c.label, w, *ad->peak, bound, *hf->peak, verdict(*ad->peak <= bound));
+      ++lines;
+    }
+    for (const char* v : {"apgas-wf", "apgas-hf", "apgas-ad"}) {
       // (a) fine-grained fib on one worker: apgas ns/task <= 1/3 of TBB's.
       if (c.one_task_per_call) {
         const row* a = find_row(rows, c.label, v, 1);
@@ -980,6 +1080,8 @@ int main(int argc, char** argv) {
     append(make_nqueens_cases(s));
   if (listed(s.only, "quicksort"))
     append(make_quicksort_cases(s));
+  if (listed(s.only, "loop"))
+    append(make_loop_cases(s));
 
   watchdog dog;
   context ctx{s, dog};

@@ -3,6 +3,7 @@
 #include "omp_kernels.hpp"
 
 #include <apgas_apps/fib.hpp>
+#include <apgas_apps/flat_loop.hpp>
 #include <apgas_apps/integrate.hpp>
 #include <apgas_apps/nqueens.hpp>
 #include <apgas_apps/quicksort.hpp>
@@ -114,6 +115,16 @@ long nqueens(int n, int cutoff_depth, unsigned threads) {
 
 void quicksort(int* a, std::size_t n, std::size_t cutoff, unsigned threads) {
   run_in_team(threads, [&] { quicksort_rec(a, n, cutoff); });
+}
+
+void flat_loop(std::uint32_t* out, std::uint64_t n, unsigned threads) {
+  run_in_team(threads, [&] {
+    for (std::uint64_t i = 0; i < n; ++i) {
+#pragma omp task default(none) firstprivate(out, i)
+      out[i] = apgas_apps::loop_value(i);
+    }
+#pragma omp taskwait
+  });
 }
 
 } // namespace apgas_bench::omp_peer

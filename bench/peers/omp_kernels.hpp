@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace apgas_bench::omp_peer {
 
@@ -16,5 +17,8 @@ long fib(int n, int cutoff, unsigned threads);
 double integrate(double n, double cutoff_width, unsigned threads);
 long nqueens(int n, int cutoff_depth, unsigned threads);
 void quicksort(int* a, std::size_t n, std::size_t cutoff, unsigned threads);
+/// @brief The flat loop: one `task` per iteration from one loop inside `single`, then the
+/// team's barrier.
+void flat_loop(std::uint32_t* out, std::uint64_t n, unsigned threads);
 
 } // namespace apgas_bench::omp_peer

@@ -3,6 +3,7 @@
 #include "tbb_kernels.hpp"
 
 #include <apgas_apps/fib.hpp>
+#include <apgas_apps/flat_loop.hpp>
 #include <apgas_apps/integrate.hpp>
 #include <apgas_apps/nqueens.hpp>
 #include <apgas_apps/quicksort.hpp>
@@ -14,6 +15,12 @@
 #include <cstdint>
 
 namespace apgas_bench::tbb_peer {
+
+void flat_loop(std::uint32_t* out, std::uint64_t n) {
+  tbb::task_group g;
+  for (std::uint64_t i = 0; i < n; ++i) g.run([out, i] { out[i] = apgas_apps::loop_value(i); });
+  g.wait();
+}
 
 long fib(int n, int cutoff) {
   if (n < 2)

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace apgas_bench::tbb_peer {
 
@@ -21,5 +22,7 @@ double integrate(double n, double cutoff_width);
 long nqueens(int n, int cutoff_depth);
 /// @brief Quicksort of a[0, n): partition, then the left part as a task, the right inline.
 void quicksort(int* a, std::size_t n, std::size_t cutoff);
+/// @brief The flat loop: one task_group::run per iteration from one loop, then wait.
+void flat_loop(std::uint32_t* out, std::uint64_t n);
 
 } // namespace apgas_bench::tbb_peer
