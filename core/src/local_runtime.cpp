@@ -85,10 +85,10 @@ local_runtime* local_runtime::current() noexcept { return g_current.load(std::me
 
 void local_runtime::print_stats() const {
   const auto per_worker = m_sched->counters();
-  std::string out = fmt::format("apgas statistics: place {} of {}, {} worker(s), policy {}, {}\n",
-                                m_place, m_places, per_worker.size(),
-                                to_string(opts().default_policy),
-                                detail::topology::instance().describe());
+  std::string out = fmt::format(
+      "apgas statistics: place {} of {}, {} worker(s), policy {}, {} deque fence, {}\n", m_place,
+      m_places, per_worker.size(), to_string(opts().default_policy),
+      opts().asymmetric_fence ? "asymmetric" : "full", detail::topology::instance().describe());
   out += fmt::format("{:>8} {:>14} {:>14} {:>12} {:>8} {:>9}\n", "worker", "spawns",
                      "steal-tries", "steals", "parks", "injected");
   detail::worker_counters total;

@@ -107,6 +107,10 @@ scheduler::scheduler(const options& opts) : m_options(opts) {
   // spread their workers over it (see topology::set_place_workers).
   topology::instance().set_place_workers(n);
   m_yield_while_spinning = topology::instance().oversubscribed(n);
+  // Before any worker starts (see asymmetric_fence.hpp): no pop or steal runs meanwhile. The
+  // options then say what is in force.
+  m_options.asymmetric_fence = m_options.asymmetric_fence && register_asymmetric_fence();
+  g_asymmetric_fence = m_options.asymmetric_fence;
   m_workers.reserve(n);
   for (unsigned i = 0; i < n; ++i) m_workers.push_back(std::make_unique<worker>(*this, i, m_gate));
   m_threads.reserve(n);

@@ -1,7 +1,10 @@
 // Per-worker work-stealing deque: Chase-Lev, growable, in the C11 formulation of
 // Lê, Pop, Cohen and Zappa Nardelli ("Correct and efficient work-stealing for weak memory
 // models", PPoPP'13). The owner pushes and pops at the bottom; thieves take from the top.
+// The store-load fence of pop and steal may be split between them (asymmetric_fence.hpp).
 #pragma once
+
+#include "apgas/detail/asymmetric_fence.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -47,9 +50,12 @@ public:
     const std::int64_t b = m_bottom.load(std::memory_order_relaxed) - 1;
     ring* a = m_array.load(std::memory_order_relaxed);
     m_bottom.store(b, std::memory_order_relaxed);
-    // seq_cst fence: the store to m_bottom must be visible to thieves before we read m_top
-    // (store-load order), otherwise owner and thief could both take the last item.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // The store to m_bottom must be visible to thieves before we read m_top (store-load
+    // order), otherwise owner and thief could both take the last item: a seq_cst fence, or,
+    // with the asymmetric fence, the full barrier a thief's heavy_fence() makes this thread
+    // pass (asymmetric_fence.hpp), and here only the compiler kept from reordering.
+    if (g_asymmetric_fence) std::atomic_signal_fence(std::memory_order_seq_cst);
+    else std::atomic_thread_fence(std::memory_order_seq_cst);
     std::int64_t t = m_top.load(std::memory_order_relaxed);
     if (t > b) { // empty
       m_bottom.store(b + 1, std::memory_order_relaxed);
@@ -70,9 +76,15 @@ public:
   item steal() {
     // acquire: see the owner's and other thieves' progress on m_top.
     std::int64_t t = m_top.load(std::memory_order_acquire);
-    // seq_cst fence: orders the read of m_top before the read of m_bottom (pairs with the
-    // fence in pop()).
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // Orders the read of m_top before the read of m_bottom, pairing with the owner's side in
+    // pop(): a seq_cst fence, or the heavy one that stands in for the owner's too. A deque
+    // that looks empty costs no system call (relaxed: a stale look only fails this attempt).
+    if (g_asymmetric_fence) {
+      if (m_bottom.load(std::memory_order_relaxed) <= t) return 0;
+      heavy_fence();
+    } else {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+    }
     // acquire: pairs with push()'s release so the slot content is visible.
     const std::int64_t b = m_bottom.load(std::memory_order_acquire);
     if (t >= b) return 0;
