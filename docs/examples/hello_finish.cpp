@@ -20,7 +20,7 @@ task<> count_to(std::atomic<int>& counter, int n) {
 }
 
 int main(int argc, char** argv) {
-  apgas::runtime rt(argc, argv); // --threads N, --policy work-first|help-first, --stats
+  apgas::runtime rt(argc, argv); // --threads N, --policy work-first|help-first|adaptive, --stats
   std::atomic<int> counter{0};
   long f = rt.run([&]() -> task<long> {
     co_await apgas::finish([&]() -> task<> {
