@@ -9,6 +9,7 @@
 // See --help for the sizes. The table goes to stdout (with --json: the JSON array goes to
 // stdout, the table and the target checks to stderr).
 #include "apgas_kernels.hpp"
+#include "floor_kernels.hpp"
 
 #include <apgas/apgas.hpp>
 
@@ -114,8 +115,10 @@ for a speedup on w workers, reported next to target (b).
   --quick                tiny sizes (a smoke test: a few seconds, results still checked)
   --only LIST            comma-separated apps: fib,integrate,nqueens,quicksort,loop
   --workers LIST         comma-separated worker counts (default 1,2)
-  --variants LIST        comma-separated: apgas-wf,apgas-hf,apgas-ad,tbb,omp (default: all; the
-                         sequential reference always runs)
+  --variants LIST        comma-separated: apgas-wf,apgas-hf,apgas-ad,tbb,omp,floor (default:
+                         all; the sequential reference always runs; floor: fib(N) without a
+                         cutoff, a minimal coroutine per call on one thread, see
+                         floor_kernels.hpp)
   --json                 JSON array of rows on stdout; table and checks on stderr
   --pin yes|no           pin apgas workers (runtime default: yes)
   --asymmetric-fence yes|no  apgas workers pop without a full fence (runtime default: yes)
@@ -207,7 +210,7 @@ settings parse_args(int argc, char** argv) {
       s.variants = split_list(take());
       for (const auto& v : s.variants)
         if (v != "apgas-wf" && v != "apgas-hf" && v != "apgas-ad" && v != "tbb" && v != "omp" &&
-            v != "sequential")
+            v != "floor" && v != "sequential")
           usage_exit(fmt::format("--variants: unknown variant '{}'", v));
     } else if (arg == "--workers") {
       s.workers.clear();
@@ -324,6 +327,7 @@ struct app_case {
   std::function<std::uint64_t()> peak_apgas;
   std::function<double()> run_tbb;   ///< empty if the peer is not built
   std::function<double(unsigned)> run_omp;
+  std::function<double()> run_floor; ///< the spawn's floor (one worker), where there is one
   std::string mismatch_note; ///< appended to the wrong-result message
   std::function<bool(double got, double expected)> check = [](double g, double e) {
     return g == e;
@@ -407,6 +411,8 @@ std::vector<app_case> make_fib_cases(const settings& s) {
     c.run_omp = omp_runner([n, cutoff](unsigned w) {
       return static_cast<double>(apgas_bench::omp_peer::fib(n, cutoff, w));
     });
+    if (cutoff == 0)
+      c.run_floor = [n] { return static_cast<double>(apgas_bench::floor_peer::fib(n)); };
     out.push_back(std::move(c));
   };
   add(s.fib_n, 0, false);
@@ -774,6 +780,8 @@ std::vector<config> make_configs(context& ctx, const app_case& c) {
       configs.push_back(config{"tbb", w, false, {}, {}, {}});
 #endif
     }
+    if (w == 1 && c.run_floor && listed(ctx.opts.variants, "floor"))
+      configs.push_back(config{"floor", 1, true, c.run_floor, {}, {}});
     if (listed(ctx.opts.variants, "omp")) {
       if (c.run_omp)
         configs.push_back(config{"omp", w, true, [&c, w] { return c.run_omp(w); }, {}, {}});
@@ -984,6 +992,19 @@ void print_checks(std::FILE* out, const std::vector<row>& rows, const std::vecto
           fmt::print(out, "  (a) {} {:<22} 1w: no TBB row, not checked\n", v, c.label);
         }
         ++lines;
+      }
+      // (f) fine-grained fib on one worker against the floor of a spawn: <= 15 ns per task,
+      // about the floor plus 10 %.
+      if (c.one_task_per_call) {
+        const row* a = find_row(rows, c.label, v, 1);
+        const row* f = find_row(rows, c.label, "floor", 1);
+        if (a != nullptr && f != nullptr) {
+          const double na = a->seconds * 1e9 / static_cast<double>(c.tasks);
+          const double nf = f->seconds * 1e9 / static_cast<double>(c.tasks);
+          fmt::print(out, "  (f) {} {:<22} 1w: {:6.1f} ns/task, floor {:6.1f} ({:4.2f} x; limit 15 "
+                     "ns) {}\n", v, c.label, na, nf, na / nf, verdict(na <= 15.0));
+          ++lines;
+        }
       }
       // (b) speedup on 2 workers over 1 >= 1.8 for fib, integrate, nqueens.
       if (c.app == "fib" || c.app == "integrate" || c.app == "nqueens") {

@@ -122,12 +122,9 @@ public:
     // A local copy: the stores below go through these pointers, and GCC cannot tell that
     // they leave the array (in the frame) unchanged, so it would reload it after each.
     const std::array<promise_base*, k_count> promises = m_promises;
-    // Adaptive: help-first below the deque bound. Safe from any waiter, work-first child or
-    // not: the tasks belong to this new finish, which they all end before the waiter goes on.
-    const bool work_first =
-        m_state.m_policy == policy::work_first ||
-        (m_state.m_policy == policy::adaptive &&
-         w.m_deque.size_estimate() >= g_adaptive_bound);
+    // Adaptive goes work-first here: a fixed set of tasks holds k-1 deque items under either
+    // policy (nothing for a bound to limit), and work-first is the cheaper fork-join.
+    const bool work_first = m_state.m_policy != policy::help_first;
     for (std::size_t i = 0; i < k_count; ++i) {
       promise_base* p = promises[i];
       p->m_finish = &m_state;

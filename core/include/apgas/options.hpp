@@ -13,7 +13,8 @@ namespace apgas {
 /// child at once (continuation stealing, Cilk-like); help-first pushes the child and goes on
 /// with the parent (child stealing); adaptive is help-first while the worker's deque holds
 /// fewer than options::adaptive_bound items and work-first beyond, so that a flat loop of
-/// asyncs keeps a bounded number of unstarted children (see spawn in worker.hpp).
+/// asyncs keeps a bounded number of unstarted children (see spawn in worker.hpp), and
+/// work-first for finish_all (a fixed set of tasks: nothing to bound).
 enum class policy : std::uint8_t { work_first, help_first, adaptive };
 
 std::string_view to_string(policy p) noexcept;
