@@ -196,6 +196,18 @@ void active_messages::on_at(place_id from, std::span<const std::byte> body) {
   on_activity(from, body, true);
 }
 
+std::pair<finish_id, std::int64_t> active_messages::read_checked_head(byte_reader& r,
+                                                                     place_id from,
+                                                                     code_kind kind) const {
+  // In one bounds check: the finish id, then the code offset.
+  const std::byte* head = r.read_span(k_finish_id_bytes + sizeof(std::int64_t)).data();
+  const finish_id id = read_finish_id(head);
+  std::int64_t code;
+  std::memcpy(&code, head + k_finish_id_bytes, sizeof code);
+  check_message(from, id, code, kind);
+  return {id, code};
+}
+
 void active_messages::check_message(place_id from, const finish_id& id, std::int64_t code,
                                     code_kind kind) const {
   if (id.home >= m_places) [[unlikely]]
@@ -234,12 +246,7 @@ void active_messages::on_activity(place_id from, std::span<const std::byte> body
 
 void active_messages::on_plain_async(place_id from, std::span<const std::byte> body) {
   byte_reader r(body);
-  // The head in one bounds check: finish id, then the code offset that starts the entry.
-  const std::byte* head = r.read_span(k_finish_id_bytes + sizeof(std::int64_t)).data();
-  const finish_id id = read_finish_id(head);
-  std::int64_t code;
-  std::memcpy(&code, head + k_finish_id_bytes, sizeof code);
-  check_message(from, id, code, code_kind::plain_async);
+  const auto [id, code] = read_checked_head(r, from, code_kind::plain_async);
   plain_arrivals& block = m_finish.gather_plain(id, from);
   // The entry is the rest of the message as it came: code offset, then the arguments.
   block.starts.push_back(static_cast<std::uint32_t>(block.bytes.size())); // < 2 GiB
@@ -285,12 +292,7 @@ void active_messages::on_plain_run(place_id from, std::span<const std::byte> bod
 
 void active_messages::on_batch(place_id from, std::span<const std::byte> body) {
   byte_reader r(body);
-  // The head in one bounds check: finish id, then the code offset.
-  const std::byte* head = r.read_span(k_finish_id_bytes + sizeof(std::int64_t)).data();
-  const finish_id id = read_finish_id(head);
-  std::int64_t code;
-  std::memcpy(&code, head + k_finish_id_bytes, sizeof code);
-  check_message(from, id, code, code_kind::batch);
+  const auto [id, code] = read_checked_head(r, from, code_kind::batch);
   const auto inv = reinterpret_cast<batch_invoker>(const_cast<void*>(code_at(code)));
   // Run here and now, from the received bytes: a batch is many tiny updates that would
   // otherwise be copied, wait behind this place's own work (piling up in memory) and take a

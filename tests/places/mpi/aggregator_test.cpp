@@ -128,32 +128,28 @@ TEST(aggregator, every_update_runs_once_whatever_the_buffer_size) {
   }
 }
 
-TEST(aggregator, several_arguments_travel_in_order) {
-  const totals t = g_rt->run([]() -> task<totals> {
+/// 1,000 updates (i, 3) round-robin over the places through an aggregator of F.
+template <class F>
+totals products_through() {
+  return g_rt->run([]() -> task<totals> {
     const auto refs = co_await sinks(0);
     co_await finish([&]() -> task<> {
-      auto agg = co_await apgas::make_aggregator<add_product, sink, std::uint32_t,
-                                                 std::uint16_t>(100);
+      auto agg = co_await apgas::make_aggregator<F, sink, std::uint32_t, std::uint16_t>(100);
       for (std::uint32_t i = 0; i < 1000; ++i)
         agg.push(refs[i % refs.size()], i, static_cast<std::uint16_t>(3));
     });
     co_return co_await collect(0);
   });
+}
+
+TEST(aggregator, several_arguments_travel_in_order) {
+  const totals t = products_through<add_product>();
   EXPECT_EQ(t.count, 1000U);
   EXPECT_EQ(t.sum, 3 * sum_to(999));
 }
 
 TEST(aggregator, an_update_function_may_take_whole_batches) {
-  const totals t = g_rt->run([]() -> task<totals> {
-    const auto refs = co_await sinks(0);
-    co_await finish([&]() -> task<> {
-      auto agg = co_await apgas::make_aggregator<add_products, sink, std::uint32_t,
-                                                 std::uint16_t>(100);
-      for (std::uint32_t i = 0; i < 1000; ++i)
-        agg.push(refs[i % refs.size()], i, static_cast<std::uint16_t>(3));
-    });
-    co_return co_await collect(0);
-  });
+  const totals t = products_through<add_products>();
   EXPECT_EQ(t.count, 1000U);
   EXPECT_EQ(t.sum, 3 * sum_to(999));
 }

@@ -35,6 +35,7 @@
 #include <atomic>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace apgas::detail {
@@ -182,6 +183,9 @@ private:
   void on_batch(place_id from, std::span<const std::byte> body);
   void on_reply(place_id from, std::span<const std::byte> body);
   void on_activity(place_id from, std::span<const std::byte> body, bool is_at);
+  /// Reads a message's finish id and code offset from `r` and checks them (check_message).
+  std::pair<finish_id, std::int64_t> read_checked_head(byte_reader& r, place_id from,
+                                                       code_kind kind) const;
   /// Throws unless `id` can be a finish's and `code` is a registered entry point of `kind`.
   void check_message(place_id from, const finish_id& id, std::int64_t code, code_kind kind) const;
   /// True if this place ran an rpc lately (out of line: reads the clock; idle workers ask).
