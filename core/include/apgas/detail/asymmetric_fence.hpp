@@ -11,7 +11,7 @@
 // barrier" of the seed papers (the victim pays nothing until a thief arrives), with the kernel
 // doing the interrupting.
 //
-// Where the kernel lacks the command (before Linux 4.14, or under valgrind), or with
+// Where the kernel lacks the command (before Linux 4.14), or with
 // --asymmetric-fence no, both sides keep their seq_cst fences. The only membarrier calls.
 #pragma once
 
