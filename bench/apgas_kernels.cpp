@@ -9,9 +9,7 @@
 
 namespace apgas_bench::apgas_runs {
 
-long fib(apgas::runtime& rt, int n, int cutoff) {
-  return rt.run(apgas_apps::fib(n, cutoff));
-}
+long fib(apgas::runtime& rt, int n, int cutoff) { return rt.run(apgas_apps::fib(n, cutoff)); }
 
 double integrate(apgas::runtime& rt, double n, double cutoff_width) {
   return rt.run(apgas_apps::integrate(n, cutoff_width));

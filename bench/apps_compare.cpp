@@ -1,18 +1,17 @@
 // bench_apps: the app kernels (fib, integrate, nqueens, quicksort, a flat loop) under every
 // scheduler we compare, in one run: sequential, apgas work-first, help-first and adaptive, TBB
-// task_group and OpenMP tasks, on 1 and 2 workers. Each measurement is the best of --reps runs after one
-// warm-up run, the configurations of a case taking turns (see run_case); every run's result is
-// checked against the sequential one (a mismatch exits 1).
+// task_group and OpenMP tasks, on 1 and 2 workers. Each measurement is the best of --reps runs
+// after one warm-up run, the configurations of a case taking turns (see run_case); every run's
+// result is checked against the sequential one (a mismatch exits 1).
 //
 //   bench_apps [--reps R] [--quick] [--only fib,integrate] [--json] [--workers 1,2] ...
 //
 // See --help for the sizes. The table goes to stdout (with --json: the JSON array goes to
 // stdout, the table and the target checks to stderr).
-#include "apgas_kernels.hpp"
-#include "floor_kernels.hpp"
-
 #include <apgas/apgas.hpp>
 
+#include "apgas_kernels.hpp"
+#include "floor_kernels.hpp"
 #include <apgas_apps/fib.hpp>
 #include <apgas_apps/flat_loop.hpp>
 #include <apgas_apps/integrate.hpp>
@@ -28,7 +27,6 @@
 #endif
 
 #include <fmt/format.h>
-
 #include <pthread.h>
 #include <sched.h>
 
@@ -140,27 +138,22 @@ std::vector<std::string> split_list(std::string_view s) {
   while (!s.empty()) {
     const auto comma = s.find(',');
     const auto item = s.substr(0, comma);
-    if (!item.empty())
-      out.emplace_back(item);
-    if (comma == std::string_view::npos)
-      break;
+    if (!item.empty()) out.emplace_back(item);
+    if (comma == std::string_view::npos) break;
     s.remove_prefix(comma + 1);
   }
   return out;
 }
 
-template <class T> T parse_number(std::string_view flag, const std::string& text) {
+template <class T>
+T parse_number(std::string_view flag, const std::string& text) {
   try {
     std::size_t used = 0;
     T v{};
-    if constexpr (std::is_floating_point_v<T>)
-      v = static_cast<T>(std::stod(text, &used));
-    else if constexpr (std::is_unsigned_v<T>)
-      v = static_cast<T>(std::stoull(text, &used));
-    else
-      v = static_cast<T>(std::stoll(text, &used));
-    if (used != text.size())
-      throw std::invalid_argument(text);
+    if constexpr (std::is_floating_point_v<T>) v = static_cast<T>(std::stod(text, &used));
+    else if constexpr (std::is_unsigned_v<T>) v = static_cast<T>(std::stoull(text, &used));
+    else v = static_cast<T>(std::stoll(text, &used));
+    if (used != text.size()) throw std::invalid_argument(text);
     return v;
   } catch (const std::exception&) {
     usage_exit(fmt::format("{}: not a number: '{}'", flag, text));
@@ -171,8 +164,7 @@ settings parse_args(int argc, char** argv) {
   settings s;
   // --quick first, so that explicit size flags win over it wherever they appear.
   for (int i = 1; i < argc; ++i)
-    if (std::string_view(argv[i]) == "--quick")
-      apply_quick(s);
+    if (std::string_view(argv[i]) == "--quick") apply_quick(s);
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -184,8 +176,7 @@ settings parse_args(int argc, char** argv) {
     }
     auto take = [&]() -> const std::string& {
       if (!has_value) {
-        if (i + 1 >= argc)
-          usage_exit(fmt::format("{} needs a value", arg));
+        if (i + 1 >= argc) usage_exit(fmt::format("{} needs a value", arg));
         value = argv[++i];
         has_value = true;
       }
@@ -199,8 +190,7 @@ settings parse_args(int argc, char** argv) {
       s.json = true;
     } else if (arg == "--reps") {
       s.reps = parse_number<int>(arg, take());
-      if (s.reps < 1)
-        usage_exit("--reps must be at least 1");
+      if (s.reps < 1) usage_exit("--reps must be at least 1");
     } else if (arg == "--only") {
       s.only = split_list(take());
       for (const auto& a : s.only)
@@ -216,21 +206,17 @@ settings parse_args(int argc, char** argv) {
       s.workers.clear();
       for (const auto& w : split_list(take())) {
         const auto n = parse_number<unsigned>(arg, w);
-        if (n < 1 || n > 1024)
-          usage_exit("--workers: counts from 1 to 1024");
+        if (n < 1 || n > 1024) usage_exit("--workers: counts from 1 to 1024");
         s.workers.push_back(n);
       }
-      if (s.workers.empty())
-        usage_exit("--workers: empty list");
+      if (s.workers.empty()) usage_exit("--workers: empty list");
     } else if (arg == "--pin") {
       const auto& v = take();
-      if (v != "yes" && v != "no")
-        usage_exit("--pin: yes or no");
+      if (v != "yes" && v != "no") usage_exit("--pin: yes or no");
       s.pin = v == "yes";
     } else if (arg == "--asymmetric-fence") {
       const auto& v = take();
-      if (v != "yes" && v != "no")
-        usage_exit("--asymmetric-fence: yes or no");
+      if (v != "yes" && v != "no") usage_exit("--asymmetric-fence: yes or no");
       s.asymmetric_fence = v == "yes";
     } else if (arg == "--timeout") {
       s.timeout_s = parse_number<double>(arg, take());
@@ -256,8 +242,7 @@ settings parse_args(int argc, char** argv) {
       s.quicksort_cutoff = parse_number<std::size_t>(arg, take());
     } else if (arg == "--loop-n") {
       s.loop_n = parse_number<std::uint64_t>(arg, take());
-      if (s.loop_n < 1 || s.loop_n > (std::uint64_t{1} << 32))
-        usage_exit("--loop-n: 1 to 2^32");
+      if (s.loop_n < 1 || s.loop_n > (std::uint64_t{1} << 32)) usage_exit("--loop-n: 1 to 2^32");
     } else {
       usage_exit(fmt::format("unknown argument '{}'", argv[i]));
     }
@@ -325,10 +310,10 @@ struct app_case {
   /// The most unstarted children an apgas run held (in the current runtime; untimed). Empty:
   /// not measured for this case.
   std::function<std::uint64_t()> peak_apgas;
-  std::function<double()> run_tbb;   ///< empty if the peer is not built
+  std::function<double()> run_tbb; ///< empty if the peer is not built
   std::function<double(unsigned)> run_omp;
   std::function<double()> run_floor; ///< the spawn's floor (one worker), where there is one
-  std::string mismatch_note; ///< appended to the wrong-result message
+  std::string mismatch_note;         ///< appended to the wrong-result message
   std::function<bool(double got, double expected)> check = [](double g, double e) {
     return g == e;
   };
@@ -337,8 +322,7 @@ struct app_case {
 /// Asyncs of apgas_apps::fib(n, cutoff): one per call with n >= 2 and n >= cutoff (a finish_all
 /// of two tasks, one of which is stealable: one spawn, as the runtime's spawn counter says).
 std::uint64_t fib_tasks(int n, int cutoff) {
-  if (n < 2 || n < cutoff)
-    return 0;
+  if (n < 2 || n < cutoff) return 0;
   return 1 + fib_tasks(n - 1, cutoff) + fib_tasks(n - 2, cutoff);
 }
 
@@ -346,23 +330,19 @@ std::uint64_t fib_tasks(int n, int cutoff) {
 /// (a finish_all of the two halves, one of which is stealable: one spawn).
 std::uint64_t integrate_tasks(double l, double fl, double r, double fr, double area,
                               double cutoff_width) {
-  if (r - l < cutoff_width)
-    return 0;
+  if (r - l < cutoff_width) return 0;
   const apgas_apps::integrate_step s(l, fl, r, fr);
-  if (apgas_apps::converged(l, s.c, r, s.both(), area))
-    return 0;
+  if (apgas_apps::converged(l, s.c, r, s.both(), area)) return 0;
   return 1 + integrate_tasks(s.c, s.fc, r, fr, s.right_area, cutoff_width) +
          integrate_tasks(l, fl, s.c, s.fc, s.left_area, cutoff_width);
 }
 
 /// Asyncs of apgas_apps::nqueens_rec: one per safe square in rows < cutoff_depth.
 std::uint64_t nqueens_tasks(apgas_apps::nqueens_board& b, int n, int row, int cutoff_depth) {
-  if (row == n || row >= cutoff_depth)
-    return 0;
+  if (row == n || row >= cutoff_depth) return 0;
   std::uint64_t count = 0;
   for (int col = 0; col < n; ++col) {
-    if (!apgas_apps::nqueens_safe(b, row, col))
-      continue;
+    if (!apgas_apps::nqueens_safe(b, row, col)) continue;
     b.column[static_cast<std::size_t>(row)] = static_cast<std::int8_t>(col);
     count += 1 + nqueens_tasks(b, n, row + 1, cutoff_depth);
   }
@@ -379,7 +359,8 @@ std::uint64_t quicksort_tasks(int* a, std::size_t n, std::size_t cutoff) {
   return 1 + quicksort_tasks(a, p, cutoff) + quicksort_tasks(a + p, n - p, cutoff);
 }
 
-template <class F> std::function<double(unsigned)> omp_runner([[maybe_unused]] F&& f) {
+template <class F>
+std::function<double(unsigned)> omp_runner([[maybe_unused]] F&& f) {
 #ifdef APGAS_BENCH_HAVE_OPENMP
   return std::forward<F>(f);
 #else
@@ -489,8 +470,7 @@ std::vector<app_case> make_quicksort_cases(const settings& s) {
   std::mt19937_64 rng(20240611);
   std::uniform_int_distribution<int> dist(std::numeric_limits<int>::min(),
                                           std::numeric_limits<int>::max());
-  for (int& x : data->input)
-    x = dist(rng);
+  for (int& x : data->input) x = dist(rng);
   data->sorted = data->input;
   std::sort(data->sorted.begin(), data->sorted.end());
   data->work.resize(s.quicksort_n);
@@ -621,8 +601,8 @@ double process_cpu_seconds() {
 struct config {
   std::string variant; ///< sequential, apgas-wf, apgas-hf, apgas-ad, tbb, omp
   unsigned workers = 1;
-  bool built = true;            ///< false: the peer is not built (a row says so)
-  std::function<double()> run;  ///< one run of the case (timed)
+  bool built = true;           ///< false: the peer is not built (a row says so)
+  std::function<double()> run; ///< one run of the case (timed)
   /// Around each run, untimed: creates and destroys the scheduler (an apgas runtime: one at a
   /// time in a process), or sets and resets its worker count. Empty: nothing to do.
   std::function<void()> setup;
@@ -651,13 +631,12 @@ timing time_one_run(context& ctx, const app_case& c, const config& cfg, int run,
     cpu1 = process_cpu_seconds();
     if (cfg.teardown) cfg.teardown();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "\nbench_apps: FAILED: %s / %s threw: %s\n", c.label.c_str(),
-                 what.c_str(), e.what());
+    std::fprintf(stderr, "\nbench_apps: FAILED: %s / %s threw: %s\n", c.label.c_str(), what.c_str(),
+                 e.what());
     std::exit(1);
   }
   ctx.dog.disarm();
-  if (!expected)
-    expected = got; // the sequential run's first result is the reference
+  if (!expected) expected = got; // the sequential run's first result is the reference
   if (!c.check(got, *expected)) {
     std::fprintf(stderr,
                  "\nbench_apps: WRONG RESULT: %s / %s (run %d): got %.17g, expected %.17g%s\n",
@@ -736,9 +715,13 @@ std::vector<config> make_configs(context& ctx, const app_case& c) {
   if (c.app != "quicksort" && c.app != "loop" && parallel_counts) {
     auto reps = std::make_shared<unsigned>(0); // shared: every copy count runs as many
     auto copies = [&c, reps](unsigned w) {
-      return config{k_copies_variant, w, true,
-                    [&c, w, reps]() mutable { return run_sequential_copies(c, w, copy_reps(c, reps)); },
-                    {}, {}};
+      return config{
+          k_copies_variant,
+          w,
+          true,
+          [&c, w, reps]() mutable { return run_sequential_copies(c, w, copy_reps(c, reps)); },
+          {},
+          {}};
     };
     configs.push_back(copies(1));
     for (unsigned w : ctx.opts.workers)
@@ -750,8 +733,7 @@ std::vector<config> make_configs(context& ctx, const app_case& c) {
       const std::string variant = p == apgas::policy::work_first   ? "apgas-wf"
                                   : p == apgas::policy::help_first ? "apgas-hf"
                                                                    : "apgas-ad";
-      if (!listed(ctx.opts.variants, variant))
-        continue;
+      if (!listed(ctx.opts.variants, variant)) continue;
       apgas::options o{.threads = w, .default_policy = p};
       o.pin_workers = ctx.opts.pin;
       o.asymmetric_fence = ctx.opts.asymmetric_fence;
@@ -839,8 +821,7 @@ void run_case(context& ctx, const app_case& c, std::vector<row>& rows) {
 const row* find_row(const std::vector<row>& rows, const std::string& label,
                     const std::string& variant, unsigned workers) {
   for (const row& r : rows)
-    if (r.label == label && r.variant == variant && r.workers == workers && r.built)
-      return &r;
+    if (r.label == label && r.variant == variant && r.workers == workers && r.built) return &r;
   return nullptr;
 }
 
@@ -850,8 +831,7 @@ struct derived {
 
 derived derive(const std::vector<row>& rows, const row& r) {
   derived d;
-  if (!r.built)
-    return d;
+  if (!r.built) return d;
   const bool parallel = r.variant != "sequential";
   if (const row* seq = find_row(rows, r.label, "sequential", 1)) {
     d.vs_seq = r.seconds / seq->seconds;
@@ -898,8 +878,7 @@ void print_table(std::FILE* out, const std::vector<row>& rows) {
              "vs seq", "vs tbb", "2w/1w", "tasks", "ns/task", "ovh ns", "unstarted");
   std::string last;
   for (const row& r : rows) {
-    if (r.label != last && !last.empty())
-      fmt::print(out, "\n");
+    if (r.label != last && !last.empty()) fmt::print(out, "\n");
     last = r.label;
     const bool parallel = r.variant != "sequential";
     const bool copies = r.variant == k_copies_variant;
@@ -928,19 +907,18 @@ void print_json(std::FILE* out, const std::vector<row>& rows) {
     const row& r = rows[i];
     const derived d = derive(rows, r);
     auto when_built = [&](double v) { return r.built ? json_number(v) : "null"; };
-    fmt::print(out,
-               "  {{\"app\": \"{}\", \"case\": \"{}\", \"variant\": \"{}\", \"workers\": {}, "
-               "\"built\": {}, \"seconds\": {}, \"cpu_seconds\": {}, \"vs_seq\": {}, "
-               "\"vs_tbb\": {}, \"speedup\": {}, \"tasks\": {}, \"ns_per_task\": {}, "
-               "\"overhead_ns_per_task\": {}, \"coarse\": {}, \"one_task_per_call\": {}, "
-               "\"peak_unstarted\": {}}}{}\n",
-               r.app, r.label, r.variant, r.workers, r.built ? "true" : "false",
-               when_built(r.seconds), when_built(r.cpu_seconds), json_number(d.vs_seq),
-               json_number(d.vs_tbb), json_number(d.speedup),
-               r.variant == "sequential" ? 0 : r.tasks, json_number(d.ns_per_task),
-               json_number(d.overhead_ns_per_task), r.coarse, r.one_task_per_call,
-               r.peak ? std::to_string(*r.peak) : std::string("null"),
-               i + 1 < rows.size() ? "," : "");
+    fmt::print(
+        out,
+        "  {{\"app\": \"{}\", \"case\": \"{}\", \"variant\": \"{}\", \"workers\": {}, "
+        "\"built\": {}, \"seconds\": {}, \"cpu_seconds\": {}, \"vs_seq\": {}, "
+        "\"vs_tbb\": {}, \"speedup\": {}, \"tasks\": {}, \"ns_per_task\": {}, "
+        "\"overhead_ns_per_task\": {}, \"coarse\": {}, \"one_task_per_call\": {}, "
+        "\"peak_unstarted\": {}}}{}\n",
+        r.app, r.label, r.variant, r.workers, r.built ? "true" : "false", when_built(r.seconds),
+        when_built(r.cpu_seconds), json_number(d.vs_seq), json_number(d.vs_tbb),
+        json_number(d.speedup), r.variant == "sequential" ? 0 : r.tasks, json_number(d.ns_per_task),
+        json_number(d.overhead_ns_per_task), r.coarse, r.one_task_per_call,
+        r.peak ? std::to_string(*r.peak) : std::string("null"), i + 1 < rows.size() ? "," : "");
   }
   fmt::print(out, "]\n");
 }
@@ -964,7 +942,8 @@ void print_checks(std::FILE* out, const std::vector<row>& rows, const std::vecto
       const row* ad = find_row(rows, c.label, "apgas-ad", w);
       if (wf == nullptr || hf == nullptr || ad == nullptr) continue;
       const double better = std::min(wf->seconds, hf->seconds);
-      fmt::print(out, "  (d) apgas-ad {:<22} {}w: {:5.3f} x the better of wf and hf (<= 1.050) {}\n",
+      fmt::print(out,
+                 "  (d) apgas-ad {:<22} {}w: {:5.3f} x the better of wf and hf (<= 1.050) {}\n",
                  c.label, w, ad->seconds / better, verdict(ad->seconds <= 1.05 * better));
       ++lines;
     }
@@ -974,8 +953,10 @@ void print_checks(std::FILE* out, const std::vector<row>& rows, const std::vecto
       const row* hf = find_row(rows, c.label, "apgas-hf", w);
       if (ad == nullptr || hf == nullptr || !ad->peak || !hf->peak) continue;
       const std::uint64_t bound = apgas::options{}.adaptive_bound + w;
-      fmt::print(out, "  (e) apgas-ad {:<22} {}w: at most {} unstarted children (<= {}), help-first "
-                 "{} {}\n", c.label, w, *ad->peak, bound, *hf->peak, verdict(*ad->peak <= bound));
+      fmt::print(out,
+                 "  (e) apgas-ad {:<22} {}w: at most {} unstarted children (<= {}), help-first "
+                 "{} {}\n",
+                 c.label, w, *ad->peak, bound, *hf->peak, verdict(*ad->peak <= bound));
       ++lines;
     }
     for (const char* v : {"apgas-wf", "apgas-hf", "apgas-ad"}) {
@@ -1001,8 +982,10 @@ void print_checks(std::FILE* out, const std::vector<row>& rows, const std::vecto
         if (a != nullptr && f != nullptr) {
           const double na = a->seconds * 1e9 / static_cast<double>(c.tasks);
           const double nf = f->seconds * 1e9 / static_cast<double>(c.tasks);
-          fmt::print(out, "  (f) {} {:<22} 1w: {:6.1f} ns/task, floor {:6.1f} ({:4.2f} x; limit 15 "
-                     "ns) {}\n", v, c.label, na, nf, na / nf, verdict(na <= 15.0));
+          fmt::print(out,
+                     "  (f) {} {:<22} 1w: {:6.1f} ns/task, floor {:6.1f} ({:4.2f} x; limit 15 "
+                     "ns) {}\n",
+                     v, c.label, na, nf, na / nf, verdict(na <= 15.0));
           ++lines;
         }
       }
@@ -1025,8 +1008,8 @@ void print_checks(std::FILE* out, const std::vector<row>& rows, const std::vecto
           const row* tbb_two = find_row(rows, c.label, "tbb", 2);
           if (tbb_one != nullptr && tbb_two != nullptr)
             extra += fmt::format(", tbb {:4.2f}", tbb_one->seconds / tbb_two->seconds);
-          fmt::print(out, "  (b) {} {:<22} speedup 2w/1w {:5.3f} (>= 1.80) {}{}\n", v, c.label,
-                     sp, verdict(sp >= 1.8), extra);
+          fmt::print(out, "  (b) {} {:<22} speedup 2w/1w {:5.3f} (>= 1.80) {}{}\n", v, c.label, sp,
+                     verdict(sp >= 1.8), extra);
           if (sp >= 1.8) ++speedup.pass;
           else if (machine_below) ++speedup.miss_machine_below;
           else ++speedup.miss;
@@ -1046,8 +1029,7 @@ void print_checks(std::FILE* out, const std::vector<row>& rows, const std::vecto
       }
     }
   }
-  if (lines == 0)
-    fmt::print(out, "  (none apply to the selected apps and worker counts)\n");
+  if (lines == 0) fmt::print(out, "  (none apply to the selected apps and worker counts)\n");
   if (speedup.pass + speedup.miss + speedup.miss_machine_below > 0) {
     // The machine's ceiling (two copies of the sequential kernel at once, in the same rounds)
     // is what a perfect runtime could reach then: on a VM whose second core is sometimes
@@ -1061,14 +1043,12 @@ void print_checks(std::FILE* out, const std::vector<row>& rows, const std::vecto
 
 std::string load_average() {
   std::FILE* f = std::fopen("/proc/loadavg", "r");
-  if (f == nullptr)
-    return "unknown";
+  if (f == nullptr) return "unknown";
   char buf[128] = {};
   const bool ok = std::fgets(buf, sizeof buf, f) != nullptr;
   std::fclose(f);
   std::string s = ok ? buf : "unknown";
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
-    s.pop_back();
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
 }
 
@@ -1079,8 +1059,7 @@ int main(int argc, char** argv) {
   std::FILE* human = s.json ? stderr : stdout;
 
   fmt::print(human, "bench_apps: reps {} (best of, after 1 warm-up), workers", s.reps);
-  for (unsigned w : s.workers)
-    fmt::print(human, " {}", w);
+  for (unsigned w : s.workers) fmt::print(human, " {}", w);
   fmt::print(human, ", apgas pin {}, tbb {}, openmp {}{}\n", s.pin ? "yes" : "no",
 #ifdef APGAS_BENCH_HAVE_TBB
              "yes",
@@ -1098,31 +1077,23 @@ int main(int argc, char** argv) {
 
   std::vector<app_case> cases;
   auto append = [&](std::vector<app_case> more) {
-    for (auto& c : more)
-      cases.push_back(std::move(c));
+    for (auto& c : more) cases.push_back(std::move(c));
   };
-  if (listed(s.only, "fib"))
-    append(make_fib_cases(s));
-  if (listed(s.only, "integrate"))
-    append(make_integrate_cases(s));
-  if (listed(s.only, "nqueens"))
-    append(make_nqueens_cases(s));
-  if (listed(s.only, "quicksort"))
-    append(make_quicksort_cases(s));
-  if (listed(s.only, "loop"))
-    append(make_loop_cases(s));
+  if (listed(s.only, "fib")) append(make_fib_cases(s));
+  if (listed(s.only, "integrate")) append(make_integrate_cases(s));
+  if (listed(s.only, "nqueens")) append(make_nqueens_cases(s));
+  if (listed(s.only, "quicksort")) append(make_quicksort_cases(s));
+  if (listed(s.only, "loop")) append(make_loop_cases(s));
 
   watchdog dog;
   context ctx{s, dog};
   std::vector<row> rows;
-  for (const app_case& c : cases)
-    run_case(ctx, c, rows);
+  for (const app_case& c : cases) run_case(ctx, c, rows);
   std::fputc('\n', stderr);
 
   fmt::print(human, "load average at end: {}\n", load_average());
   print_table(human, rows);
   print_checks(human, rows, cases, s);
-  if (s.json)
-    print_json(stdout, rows);
+  if (s.json) print_json(stdout, rows);
   return 0;
 }

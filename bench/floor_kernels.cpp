@@ -38,7 +38,8 @@ struct owner_stack {
   std::vector<void*> items = std::vector<void*>(1024);
   std::size_t top = 0;
   void push(void* p) noexcept {
-    if (top == items.size()) [[unlikely]] grow();
+    if (top == items.size()) [[unlikely]]
+      grow();
     items[top++] = p;
   }
   [[gnu::noinline]] void grow() noexcept {

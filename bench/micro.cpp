@@ -65,9 +65,7 @@ apgas::runtime& runtime_for(unsigned threads,
   return *g_runtime;
 }
 
-void drop_runtime() {
-  g_runtime.reset();
-}
+void drop_runtime() { g_runtime.reset(); }
 
 apgas::policy policy_arg(std::int64_t v) {
   return v == 0 ? apgas::policy::work_first : apgas::policy::help_first;
@@ -102,8 +100,7 @@ bool spin_until_set(const std::atomic<std::int64_t>& slot, std::int64_t limit_ns
   const std::int64_t give_up = now_ns() + limit_ns;
   for (unsigned i = 0; slot.load(std::memory_order_acquire) == 0; ++i) {
     cpu_relax();
-    if ((i & 1023U) == 0 && now_ns() > give_up)
-      return false;
+    if ((i & 1023U) == 0 && now_ns() > give_up) return false;
   }
   return true;
 }
@@ -111,9 +108,7 @@ bool spin_until_set(const std::atomic<std::int64_t>& slot, std::int64_t limit_ns
 constexpr std::int64_t k_steal_give_up_ns = 2'000'000'000;
 constexpr auto k_cold_pause = std::chrono::milliseconds(2);
 
-[[gnu::noinline]] apgas::task<> empty_task() {
-  co_return;
-}
+[[gnu::noinline]] apgas::task<> empty_task() { co_return; }
 
 // ---- apgas ---------------------------------------------------------------------------------
 
@@ -125,8 +120,7 @@ void BM_apgas_spawn_join(benchmark::State& state) {
   rt.run([&]() -> apgas::task<> {
     for (auto _ : state) {
       co_await apgas::finish(p, [k]() -> apgas::task<> {
-        for (std::int64_t i = 0; i < k; ++i)
-          co_await apgas::async(empty_task());
+        for (std::int64_t i = 0; i < k; ++i) co_await apgas::async(empty_task());
       });
     }
   });
@@ -139,8 +133,7 @@ void BM_apgas_empty_finish(benchmark::State& state) {
   const apgas::policy p = policy_arg(state.range(0));
   auto& rt = runtime_for(static_cast<unsigned>(state.range(1)));
   rt.run([&]() -> apgas::task<> {
-    for (auto _ : state)
-      co_await apgas::finish(p, []() -> apgas::task<> { co_return; });
+    for (auto _ : state) co_await apgas::finish(p, []() -> apgas::task<> { co_return; });
   });
   set_policy_label(state, state.range(0));
 }
@@ -149,8 +142,7 @@ void BM_apgas_empty_finish(benchmark::State& state) {
 void BM_apgas_finish_all(benchmark::State& state) {
   auto& rt = runtime_for(static_cast<unsigned>(state.range(1)), policy_arg(state.range(0)));
   rt.run([&]() -> apgas::task<> {
-    for (auto _ : state)
-      co_await apgas::finish_all(empty_task(), empty_task());
+    for (auto _ : state) co_await apgas::finish_all(empty_task(), empty_task());
   });
   set_policy_label(state, state.range(0));
   set_per_task(state, 1);
@@ -160,8 +152,7 @@ void BM_apgas_finish_all(benchmark::State& state) {
 void BM_apgas_call_empty(benchmark::State& state) {
   auto& rt = runtime_for(static_cast<unsigned>(state.range(0)));
   rt.run([&]() -> apgas::task<> {
-    for (auto _ : state)
-      co_await empty_task();
+    for (auto _ : state) co_await empty_task();
   });
   set_per_task(state, 1);
 }
@@ -198,8 +189,7 @@ void BM_apgas_steal_latency(benchmark::State& state) {
   bool gave_up = false;
   rt.run([&]() -> apgas::task<> {
     for (auto _ : state) {
-      if (cold)
-        std::this_thread::sleep_for(k_cold_pause);
+      if (cold) std::this_thread::sleep_for(k_cold_pause);
       std::atomic<std::int64_t> started{0};
       std::int64_t t0 = 0;
       if (work_first) {
@@ -240,8 +230,7 @@ void BM_tbb_spawn_join(benchmark::State& state) {
                             static_cast<std::size_t>(state.range(1)));
   for (auto _ : state) {
     tbb::task_group g;
-    for (std::int64_t i = 0; i < k; ++i)
-      g.run([] {});
+    for (std::int64_t i = 0; i < k; ++i) g.run([] {});
     g.wait();
   }
   set_per_task(state, k);
@@ -265,8 +254,7 @@ void BM_tbb_steal_latency(benchmark::State& state) {
   const bool cold = state.range(0) == 1;
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism, 2);
   for (auto _ : state) {
-    if (cold)
-      std::this_thread::sleep_for(k_cold_pause);
+    if (cold) std::this_thread::sleep_for(k_cold_pause);
     std::atomic<std::int64_t> started{0};
     tbb::task_group g;
     const std::int64_t t0 = now_ns();
@@ -286,16 +274,13 @@ void BM_tbb_steal_latency(benchmark::State& state) {
 
 /// With --benchmark_repetitions=N, also report the best repetition (`_min`): on a shared machine
 /// the fastest repetition is the one least disturbed by other processes.
-double min_of(const std::vector<double>& v) {
-  return *std::min_element(v.begin(), v.end());
-}
+double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
 
 void spawn_join_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"policy", "tasks", "workers"});
   for (std::int64_t workers : {1, 2})
     for (std::int64_t policy : {0, 1})
-      for (std::int64_t k = 1; k <= 1024; k *= 4)
-        b->Args({policy, k, workers});
+      for (std::int64_t k = 1; k <= 1024; k *= 4) b->Args({policy, k, workers});
 }
 
 /// Random destinations among `places` (a xorshift: cheaper than the count it feeds).
@@ -437,7 +422,8 @@ namespace {
 /// "BM_x/a:1/iterations:400/process_time/real_time" gives "BM_x/a:1".
 std::string plain_name(std::string name) {
   for (const char* suffix : {"/real_time", "/manual_time", "/process_time"})
-    if (const auto at = name.find(suffix); at != std::string::npos) name.erase(at, std::strlen(suffix));
+    if (const auto at = name.find(suffix); at != std::string::npos)
+      name.erase(at, std::strlen(suffix));
   if (const auto at = name.find("/iterations:"); at != std::string::npos) {
     const auto end = name.find('/', at + 1);
     name.erase(at, end == std::string::npos ? std::string::npos : end - at);
@@ -456,7 +442,8 @@ std::string arg_of(const std::string& name, const std::string& arg) {
 /// The peer of an apgas benchmark in this file, or "" if it has none.
 std::string peer_of(const std::string& name) {
   if (name.starts_with("BM_apgas_spawn_join/"))
-    return "BM_tbb_spawn_join/tasks:" + arg_of(name, "tasks") + "/threads:" + arg_of(name, "workers");
+    return "BM_tbb_spawn_join/tasks:" + arg_of(name, "tasks") +
+           "/threads:" + arg_of(name, "workers");
   if (name.starts_with("BM_apgas_empty_finish/"))
     return "BM_tbb_empty_group/threads:" + arg_of(name, "workers");
   if (name.starts_with("BM_apgas_steal_latency/"))
@@ -513,8 +500,7 @@ int main(int argc, char** argv) {
     if (a.starts_with("--benchmark_format=") && a != "--benchmark_format=console") console = false;
   }
   benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv))
-    return 1;
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   ratio_reporter ratios;
   if (console) benchmark::RunSpecifiedBenchmarks(&ratios);
   else benchmark::RunSpecifiedBenchmarks();

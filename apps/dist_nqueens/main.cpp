@@ -26,8 +26,7 @@ void list_prefixes(apgas_apps::nqueens_board& b, int n, int row, int depth,
     return;
   }
   for (int col = 0; col < n; ++col) {
-    if (!apgas_apps::nqueens_safe(b, row, col))
-      continue;
+    if (!apgas_apps::nqueens_safe(b, row, col)) continue;
     b.column[static_cast<std::size_t>(row)] = static_cast<std::int8_t>(col);
     list_prefixes(b, n, row + 1, depth, out);
   }
@@ -61,7 +60,8 @@ struct dist_count {
   std::vector<long> per_place; ///< solutions found at each place
   std::vector<long> subtrees;  ///< subtrees each place counted
 
-  template <class A> void serialize(A& a) { // run() hands the value to every place
+  template <class A>
+  void serialize(A& a) { // run() hands the value to every place
     a& total& per_place& subtrees;
   }
 };
@@ -98,8 +98,7 @@ apgas::task<dist_count> dist_nqueens(int n, int spread_depth, int cutoff_depth) 
 
 std::string join(const std::vector<long>& v) {
   std::string s;
-  for (std::size_t i = 0; i < v.size(); ++i)
-    s += fmt::format("{}{}", i == 0 ? "" : " ", v[i]);
+  for (std::size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{}", i == 0 ? "" : " ", v[i]);
   return s;
 }
 
@@ -141,8 +140,7 @@ int main(int argc, char** argv) {
                                       apgas_apps::nqueens_seq, n);
     }
     long subtrees = 0;
-    for (long s : result.subtrees)
-      subtrees += s;
+    for (long s : result.subtrees) subtrees += s;
     r.result = result.total;
     r.verified = r.failure.empty();
     r.details.push_back(fmt::format("{} subtrees (spread depth {}) over {} place(s): "

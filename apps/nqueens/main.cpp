@@ -22,23 +22,18 @@ public:
   /// cost as much as the run itself).
   std::optional<std::uint64_t> count() {
     apgas_apps::nqueens_board b;
-    if (!walk(b, 0))
-      return std::nullopt;
+    if (!walk(b, 0)) return std::nullopt;
     return m_count;
   }
 
 private:
   bool walk(apgas_apps::nqueens_board& b, int row) {
-    if (row >= m_depth || row >= m_n)
-      return true;
+    if (row >= m_depth || row >= m_n) return true;
     for (int col = 0; col < m_n; ++col) {
-      if (!apgas_apps::nqueens_safe(b, row, col))
-        continue;
-      if (++m_count > k_count_limit)
-        return false;
+      if (!apgas_apps::nqueens_safe(b, row, col)) continue;
+      if (++m_count > k_count_limit) return false;
       b.column[static_cast<std::size_t>(row)] = static_cast<std::int8_t>(col);
-      if (!walk(b, row + 1))
-        return false;
+      if (!walk(b, row + 1)) return false;
     }
     return true;
   }

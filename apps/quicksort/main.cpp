@@ -3,7 +3,6 @@
 // --no-seq) gives the speedup.
 #include "apgas_apps/cli.hpp"
 #include "apgas_apps/quicksort.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -26,15 +25,15 @@ std::vector<int> random_ints(std::size_t n, std::uint64_t seed) {
 }
 
 /// Empty if `v` equals `reference` (std::sort of the input), else what is wrong.
-std::string check(const std::vector<int>& v, const std::vector<int>& reference,
-                  const char* who) {
+std::string check(const std::vector<int>& v, const std::vector<int>& reference, const char* who) {
   const auto unsorted = std::is_sorted_until(v.begin(), v.end());
   if (unsorted != v.end())
     return fmt::format("{}: out of order at index {}", who, unsorted - v.begin());
   const auto [a, b] = std::mismatch(v.begin(), v.end(), reference.begin());
   if (a != v.end()) {
     return fmt::format("{}: sorted but not a permutation of the input (index {}: {}, std::sort "
-                       "has {})", who, a - v.begin(), *a, *b);
+                       "has {})",
+                       who, a - v.begin(), *a, *b);
   }
   return {};
 }
@@ -49,8 +48,8 @@ int main(int argc, char** argv) {
                       "Quicksort: partitions sequentially, then sorts the two parts in parallel "
                       "(one\nasync per partition of more than C elements) of N random ints.");
   cli.positional("N", "number of elements (0 to 1000000000)", n, std::size_t{0}, k_max_n);
-  cli.option("--cutoff", "C", "ranges of at most C elements sort sequentially (default 1)",
-             cutoff, std::size_t{0}, std::numeric_limits<std::size_t>::max());
+  cli.option("--cutoff", "C", "ranges of at most C elements sort sequentially (default 1)", cutoff,
+             std::size_t{0}, std::numeric_limits<std::size_t>::max());
   cli.option("--seed", "S", "seed of the std::mt19937_64 that makes the data (default 1)", seed,
              std::uint64_t{0}, std::numeric_limits<std::uint64_t>::max());
   return cli.run(argc, argv, [&](apgas::runtime& rt, const apgas_apps::common_flags& flags) {
@@ -64,8 +63,8 @@ int main(int argc, char** argv) {
     for (int i = 0; i < flags.repeat; ++i) {
       work = input;
       r.seconds = std::min(r.seconds, apgas_apps::seconds_of([&] {
-        rt.run(apgas_apps::quicksort(work.data(), work.size(), cutoff));
-      }));
+                             rt.run(apgas_apps::quicksort(work.data(), work.size(), cutoff));
+                           }));
       if (r.failure.empty()) r.failure = check(work, reference, "quicksort");
     }
     const bool sorted = std::is_sorted(work.begin(), work.end());

@@ -79,8 +79,7 @@ int main(int argc, char** argv) {
                                 "duplicated",
                                 o.applied, total);
       }
-      if (first || o.seconds < best.outcome.seconds)
-        best = got;
+      if (first || o.seconds < best.outcome.seconds) best = got;
       first = false;
     }
 

@@ -8,7 +8,6 @@
 #include "apgas_apps/cli.hpp"
 #include "apgas_apps/graph.hpp"
 #include "apgas_apps/spanning_tree.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -32,9 +31,7 @@ enum class graph_kind : std::uint8_t { random, torus, hypercube, bintree };
 constexpr std::array<std::string_view, 4> k_kind_names = {"random", "torus", "hypercube",
                                                           "bintree"};
 
-std::string_view kind_name(graph_kind k) {
-  return k_kind_names[static_cast<std::size_t>(k)];
-}
+std::string_view kind_name(graph_kind k) { return k_kind_names[static_cast<std::size_t>(k)]; }
 
 /// N or M, the numbers after GRAPH. Their range depends on the graph, which the shared cli has
 /// already read when it reads them (positionals are filled in order): `kind` points to it.

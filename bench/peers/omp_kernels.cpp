@@ -18,10 +18,8 @@ namespace apgas_bench::omp_peer {
 namespace {
 
 long fib_rec(int n, int cutoff) {
-  if (n < 2)
-    return n;
-  if (n < cutoff)
-    return apgas_apps::fib_seq(n);
+  if (n < 2) return n;
+  if (n < cutoff) return apgas_apps::fib_seq(n);
   long a = 0;
   long b = 0;
 #pragma omp task default(none) shared(a) firstprivate(n, cutoff)
@@ -32,11 +30,9 @@ long fib_rec(int n, int cutoff) {
 }
 
 double integrate_rec(double l, double fl, double r, double fr, double area, double cutoff_width) {
-  if (r - l < cutoff_width)
-    return apgas_apps::integrate_seq_rec(l, fl, r, fr, area);
+  if (r - l < cutoff_width) return apgas_apps::integrate_seq_rec(l, fl, r, fr, area);
   const apgas_apps::integrate_step s(l, fl, r, fr);
-  if (apgas_apps::converged(l, s.c, r, s.both(), area))
-    return s.both();
+  if (apgas_apps::converged(l, s.c, r, s.both(), area)) return s.both();
   double right = 0;
   double left = 0;
 #pragma omp task default(none) shared(right, s) firstprivate(r, fr, cutoff_width)
@@ -48,14 +44,11 @@ double integrate_rec(double l, double fl, double r, double fr, double area, doub
 
 // Calls are qualified: ADL on nqueens_board would also find apgas_apps::nqueens_rec.
 long nqueens_rec(apgas_apps::nqueens_board b, int n, int row, int cutoff_depth) {
-  if (row == n)
-    return 1;
-  if (row >= cutoff_depth)
-    return apgas_apps::nqueens_seq_rec(b, n, row);
+  if (row == n) return 1;
+  if (row >= cutoff_depth) return apgas_apps::nqueens_seq_rec(b, n, row);
   std::array<long, apgas_apps::k_nqueens_max> counts{};
   for (int col = 0; col < n; ++col) {
-    if (!apgas_apps::nqueens_safe(b, row, col))
-      continue;
+    if (!apgas_apps::nqueens_safe(b, row, col)) continue;
     apgas_apps::nqueens_board child = b;
     child.column[static_cast<std::size_t>(row)] = static_cast<std::int8_t>(col);
 #pragma omp task default(none) shared(counts) firstprivate(child, n, row, cutoff_depth, col)
@@ -63,8 +56,7 @@ long nqueens_rec(apgas_apps::nqueens_board b, int n, int row, int cutoff_depth) 
   }
 #pragma omp taskwait
   long total = 0;
-  for (long c : counts)
-    total += c;
+  for (long c : counts) total += c;
   return total;
 }
 
@@ -81,7 +73,8 @@ void quicksort_rec(int* a, std::size_t n, std::size_t cutoff) {
 }
 
 /// Runs `root` as the one initial task of a team of `threads` threads.
-template <class F> void run_in_team(unsigned threads, F&& root) {
+template <class F>
+void run_in_team(unsigned threads, F&& root) {
   omp_set_num_threads(static_cast<int>(threads));
 #pragma omp parallel default(none) shared(root)
 #pragma omp single

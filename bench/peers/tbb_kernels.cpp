@@ -23,10 +23,8 @@ void flat_loop(std::uint32_t* out, std::uint64_t n) {
 }
 
 long fib(int n, int cutoff) {
-  if (n < 2)
-    return n;
-  if (n < cutoff)
-    return apgas_apps::fib_seq(n);
+  if (n < 2) return n;
+  if (n < cutoff) return apgas_apps::fib_seq(n);
   long a = 0;
   long b = 0;
   tbb::task_group g;
@@ -39,11 +37,9 @@ long fib(int n, int cutoff) {
 namespace {
 
 double integrate_rec(double l, double fl, double r, double fr, double area, double cutoff_width) {
-  if (r - l < cutoff_width)
-    return apgas_apps::integrate_seq_rec(l, fl, r, fr, area);
+  if (r - l < cutoff_width) return apgas_apps::integrate_seq_rec(l, fl, r, fr, area);
   const apgas_apps::integrate_step s(l, fl, r, fr);
-  if (apgas_apps::converged(l, s.c, r, s.both(), area))
-    return s.both();
+  if (apgas_apps::converged(l, s.c, r, s.both(), area)) return s.both();
   double right = 0;
   double left = 0;
   tbb::task_group g;
@@ -66,15 +62,12 @@ namespace {
 
 // Calls are qualified: ADL on nqueens_board would also find apgas_apps::nqueens_rec.
 long nqueens_rec(apgas_apps::nqueens_board b, int n, int row, int cutoff_depth) {
-  if (row == n)
-    return 1;
-  if (row >= cutoff_depth)
-    return apgas_apps::nqueens_seq_rec(b, n, row);
+  if (row == n) return 1;
+  if (row >= cutoff_depth) return apgas_apps::nqueens_seq_rec(b, n, row);
   std::array<long, apgas_apps::k_nqueens_max> counts{};
   tbb::task_group g;
   for (int col = 0; col < n; ++col) {
-    if (!apgas_apps::nqueens_safe(b, row, col))
-      continue;
+    if (!apgas_apps::nqueens_safe(b, row, col)) continue;
     apgas_apps::nqueens_board child = b;
     child.column[static_cast<std::size_t>(row)] = static_cast<std::int8_t>(col);
     g.run([&counts, child, n, row, cutoff_depth, col] {
@@ -84,8 +77,7 @@ long nqueens_rec(apgas_apps::nqueens_board b, int n, int row, int cutoff_depth) 
   }
   g.wait();
   long total = 0;
-  for (long c : counts)
-    total += c;
+  for (long c : counts) total += c;
   return total;
 }
 
@@ -97,7 +89,8 @@ long nqueens(int n, int cutoff_depth) {
 
 namespace {
 
-template <class T> void quicksort_rec(T* a, std::size_t n, std::size_t cutoff) {
+template <class T>
+void quicksort_rec(T* a, std::size_t n, std::size_t cutoff) {
   if (n <= cutoff || n < 2) {
     apgas_apps::quicksort_seq(a, n);
     return;

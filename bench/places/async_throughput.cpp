@@ -53,8 +53,7 @@ struct add {
 
 /// The sending loop: K remote asyncs to `to`, each with one 8-byte argument.
 apgas::task<> send_all(apgas::place_id to, std::uint64_t k) {
-  for (std::uint64_t i = 1; i <= k; ++i)
-    co_await apgas::async_at(to, add{}, i);
+  for (std::uint64_t i = 1; i <= k; ++i) co_await apgas::async_at(to, add{}, i);
 }
 
 /// --from proxy: the loop, started at place 1 by place 0's finish.
@@ -68,10 +67,8 @@ apgas::task<rep_result> one_rep(std::uint64_t k, bool from_proxy) {
   const apgas::message_counts before = co_await apgas::total_message_counts();
   const auto t0 = clock::now();
   co_await apgas::finish([k, from_proxy]() -> apgas::task<> {
-    if (from_proxy)
-      co_await apgas::async_at(1, send_from_proxy{}, k);
-    else
-      co_await send_all(1, k);
+    if (from_proxy) co_await apgas::async_at(1, send_from_proxy{}, k);
+    else co_await send_all(1, k);
   });
   out.seconds = seconds_since(t0);
   out.messages = co_await apgas::total_message_counts() - before;
@@ -94,17 +91,14 @@ int main(int argc, char** argv) {
   const int reps = f.get("--reps", 5);
   const double watchdog_s = f.get("--watchdog-s", 300.0);
   const std::string compare_flag = f.get<std::string>("--compare", "yes");
-  if (compare_flag != "yes" && compare_flag != "no")
-    fail("--compare takes yes or no");
+  if (compare_flag != "yes" && compare_flag != "no") fail("--compare takes yes or no");
   const bool compare = compare_flag == "yes";
   const std::string from = f.get<std::string>("--from", "home");
-  if (from != "home" && from != "proxy")
-    fail("--from takes home or proxy");
+  if (from != "home" && from != "proxy") fail("--from takes home or proxy");
   const bool from_proxy = from == "proxy";
   f.done();
   const int level = init_mpi(argc, argv);
-  if (world_size() < 2)
-    fail("needs at least 2 MPI ranks (mpiexec -n 2)");
+  if (world_size() < 2) fail("needs at least 2 MPI ranks (mpiexec -n 2)");
 
   apgas::runtime rt(opts);
   watchdog dog(rt, watchdog_s);
@@ -152,8 +146,7 @@ int main(int argc, char** argv) {
     std::vector<double> rates, off_rates, ratios;
     for (std::size_t r = 0; r < results.size(); ++r) {
       rates.push_back(rate_of(results[r], r, compare || rt.opts().coalesce));
-      if (!compare)
-        continue;
+      if (!compare) continue;
       off_rates.push_back(rate_of(off_results[r], r, false));
       ratios.push_back(rates.back() / off_rates.back());
     }

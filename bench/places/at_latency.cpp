@@ -56,10 +56,8 @@ std::vector<double> ping_pong(const char* what, std::size_t bytes, int iters, in
       send(buf, 1);
       receive(buf, 1);
       const double dt = seconds_since(t0);
-      if (i >= 0)
-        samples.push_back(dt);
-      if (buf != sent)
-        fail(fmt::format("{}: wrong echo at iteration {}", what, i));
+      if (i >= 0) samples.push_back(dt);
+      if (buf != sent) fail(fmt::format("{}: wrong echo at iteration {}", what, i));
     } else if (me == 1) {
       receive(buf, 0);
       send(buf, 0);
@@ -102,8 +100,7 @@ public:
   transport_pattern& operator=(const transport_pattern&) = delete;
   ~transport_pattern() {
     for (MPI_Request& r : m_receives) {
-      if (r == MPI_REQUEST_NULL)
-        continue;
+      if (r == MPI_REQUEST_NULL) continue;
       MPI_Cancel(&r);
       MPI_Wait(&r, MPI_STATUS_IGNORE);
     }
@@ -116,22 +113,18 @@ public:
     MPI_Isend(v.data(), static_cast<int>(v.size() * 8), MPI_BYTE, to, 0, m_comm, &r);
     int done = 0;
     MPI_Test(&r, &done, MPI_STATUS_IGNORE);
-    if (done == 0)
-      m_sends.push_back(r);
+    if (done == 0) m_sends.push_back(r);
   }
 
   /// Polls until the next message arrives, and copies it into `v`.
   void receive(std::vector<std::uint64_t>& v) {
     for (;;) {
-      for (; m_unposted > 0; --m_unposted)
-        post((m_next + k_slots - m_unposted) % k_slots);
-      if (!m_sends.empty())
-        complete_sends();
+      for (; m_unposted > 0; --m_unposted) post((m_next + k_slots - m_unposted) % k_slots);
+      if (!m_sends.empty()) complete_sends();
       int flag = 0;
       MPI_Status status;
       MPI_Test(&m_receives[m_next], &flag, &status);
-      if (flag == 0)
-        continue;
+      if (flag == 0) continue;
       int count = 0;
       MPI_Get_count(&status, MPI_BYTE, &count);
       if (static_cast<std::size_t>(count) != v.size() * 8)
@@ -157,8 +150,7 @@ private:
     int count = 0;
     MPI_Testsome(static_cast<int>(m_sends.size()), m_sends.data(), &count, done.data(),
                  MPI_STATUSES_IGNORE);
-    if (count > 0)
-      std::erase(m_sends, MPI_REQUEST_NULL);
+    if (count > 0) std::erase(m_sends, MPI_REQUEST_NULL);
   }
 
   MPI_Comm m_comm = MPI_COMM_NULL;
@@ -184,7 +176,8 @@ struct at_samples {
   double logical_per_rt = 0;   ///< logical messages per round trip, all places
   double mpi_per_rt = 0;       ///< MPI messages per round trip, all places
 
-  template <class A> void serialize(A& a) { // run() hands it to every place
+  template <class A>
+  void serialize(A& a) { // run() hands it to every place
     a& seconds& logical_per_rt& mpi_per_rt;
   }
 };
@@ -202,17 +195,14 @@ at_samples at_round_trips(apgas::runtime& rt, std::size_t bytes, int iters, int 
     const apgas::message_counts noise = co_await apgas::total_message_counts() - g0;
     apgas::message_counts before;
     for (int i = -warmup; i < iters; ++i) {
-      if (i == 0)
-        before = co_await apgas::total_message_counts();
+      if (i == 0) before = co_await apgas::total_message_counts();
       stamp(payload, static_cast<std::uint64_t>(i + warmup));
       const auto t0 = clock::now();
       std::vector<std::uint64_t> back = co_await apgas::at(
           1, [](std::vector<std::uint64_t> v) { return v; }, payload);
       const double dt = seconds_since(t0);
-      if (i >= 0)
-        samples.push_back(dt);
-      if (back != payload)
-        fail(fmt::format("at: wrong echo at iteration {}", i));
+      if (i >= 0) samples.push_back(dt);
+      if (back != payload) fail(fmt::format("at: wrong echo at iteration {}", i));
     }
     const apgas::message_counts m = co_await apgas::total_message_counts() - before - noise;
     out.logical_per_rt = static_cast<double>(m.logical_messages_sent) / iters;
@@ -237,8 +227,7 @@ std::vector<std::size_t> parse_sizes(const std::string& text) {
 }
 
 std::string human_bytes(std::size_t b) {
-  if (b >= 1024 && b % 1024 == 0)
-    return fmt::format("{} KiB", b / 1024);
+  if (b >= 1024 && b % 1024 == 0) return fmt::format("{} KiB", b / 1024);
   return fmt::format("{} B", b);
 }
 
@@ -268,8 +257,7 @@ int main(int argc, char** argv) {
   }
   const int level =
       init_mpi(argc, argv, mpi_thread == "multiple" ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED);
-  if (world_size() < 2)
-    fail("needs at least 2 MPI ranks (mpiexec -n 2)");
+  if (world_size() < 2) fail("needs at least 2 MPI ranks (mpiexec -n 2)");
 
   // Rounds: raw ping-pongs, then a runtime and its `at` round trips, R times, each with
   // iters/R iterations (after its own warm-up). The machine's speed drifts over seconds (this
@@ -290,8 +278,7 @@ int main(int argc, char** argv) {
   };
   for (int round = 0; round < rounds; ++round) {
     if (raw_phase == "before")
-      for (std::size_t k = 0; k < sizes.size(); ++k)
-        run_peers(k);
+      for (std::size_t k = 0; k < sizes.size(); ++k) run_peers(k);
     apgas::runtime rt(opts); // leaves MPI initialised: init_mpi's, not its own
     watchdog dog(rt, watchdog_s);
     here = rt.here();
@@ -305,8 +292,7 @@ int main(int argc, char** argv) {
       watchdog::phase() = "between runs";
       // Between runs: every place's main thread is out of run() (place 0 may be a little
       // ahead, which blocking MPI calls tolerate), but the workers still poll MPI.
-      if (raw_phase == "between")
-        run_peers(k);
+      if (raw_phase == "between") run_peers(k);
     }
   }
 

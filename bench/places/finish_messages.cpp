@@ -81,8 +81,7 @@ apgas::task<broadcast_result> measure_broadcasts(bool spmd, std::uint64_t reps,
       co_await apgas::for_each_place(body);
     } else {
       co_await apgas::finish([&]() -> apgas::task<> {
-        for (apgas::place_id p = 0; p < apgas::places(); ++p)
-          co_await apgas::async_at(p, body);
+        for (apgas::place_id p = 0; p < apgas::places(); ++p) co_await apgas::async_at(p, body);
       });
     }
   }
@@ -149,8 +148,7 @@ int main(int argc, char** argv) {
     std::uint64_t ran = 0;
     for (apgas::place_id q = 0; q < apgas::places(); ++q)
       ran += co_await apgas::at(q, [] { return g_ran.load(std::memory_order_relaxed); });
-    if (ran != sent)
-      fail(fmt::format("{} asyncs sent but {} ran", sent, ran));
+    if (ran != sent) fail(fmt::format("{} asyncs sent but {} ran", sent, ran));
     co_return rows;
   });
 

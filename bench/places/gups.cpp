@@ -14,7 +14,6 @@
 // most 1% of the words may differ; with exact updates none do), plus every block received
 // exactly the updates meant for it.
 #include "common.hpp"
-
 #include <apgas_apps/random_access.hpp>
 
 namespace {
@@ -108,7 +107,8 @@ gups_result mpi_random_access(const ra_layout& l, std::uint64_t total, std::uint
   // Out of line, so that a profile of mpi_random_access shows its update loops alone.
   const ra_check c = [&]() __attribute__((noinline)) {
     return apgas_apps::ra_check_block(block, l, total);
-  }();
+  }
+  ();
   std::uint64_t sums[3] = {c.errors, c.applied, c.expected};
   MPI_Allreduce(MPI_IN_PLACE, sums, 3, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
   return {seconds, sums[0], sums[1], sums[2]};
@@ -188,8 +188,7 @@ int main(int argc, char** argv) {
                "updates\n",
                log_size, (std::uint64_t{8} << log_size) >> 20, places, total);
     fmt::print("  {}\n", description);
-    fmt::print("  MPI peer: batches of {} updates per rank, MPI_Alltoall + MPI_Alltoallv\n",
-               batch);
+    fmt::print("  MPI peer: batches of {} updates per rank, MPI_Alltoall + MPI_Alltoallv\n", batch);
     fmt::print("  apgas async_at: one async_at per update; apgas aggregator: "
                "apgas::aggregator, {} bytes per destination\n\n",
                agg_bytes);

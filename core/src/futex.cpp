@@ -23,13 +23,13 @@ void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected,
     limit = &ts;
   }
   // The kernel compares the word with `expected` atomically with going to sleep.
-  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected,
-            limit, nullptr, 0);
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, limit,
+            nullptr, 0);
 }
 
 void futex_wake(std::atomic<std::uint32_t>& word, int count) noexcept {
-  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, count,
-            nullptr, nullptr, 0);
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, count, nullptr,
+            nullptr, 0);
 }
 
 } // namespace apgas::detail

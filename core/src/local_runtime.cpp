@@ -81,7 +81,9 @@ void local_runtime::progress_loop() {
 }
 
 // acquire: pairs with the constructor's exchange, so the caller sees the runtime constructed.
-local_runtime* local_runtime::current() noexcept { return g_current.load(std::memory_order_acquire); }
+local_runtime* local_runtime::current() noexcept {
+  return g_current.load(std::memory_order_acquire);
+}
 
 void local_runtime::print_stats() const {
   const auto per_worker = m_sched->counters();
@@ -89,8 +91,8 @@ void local_runtime::print_stats() const {
       "apgas statistics: place {} of {}, {} worker(s), policy {}, {} deque fence, {}\n", m_place,
       m_places, per_worker.size(), to_string(opts().default_policy),
       opts().asymmetric_fence ? "asymmetric" : "full", detail::topology::instance().describe());
-  out += fmt::format("{:>8} {:>14} {:>14} {:>12} {:>8} {:>9}\n", "worker", "spawns",
-                     "steal-tries", "steals", "parks", "injected");
+  out += fmt::format("{:>8} {:>14} {:>14} {:>12} {:>8} {:>9}\n", "worker", "spawns", "steal-tries",
+                     "steals", "parks", "injected");
   detail::worker_counters total;
   for (std::size_t i = 0; i < per_worker.size(); ++i) {
     const auto& c = per_worker[i];

@@ -14,16 +14,20 @@ namespace apgas {
 
 std::string_view to_string(policy p) noexcept {
   switch (p) {
-  case policy::work_first: return "work-first";
-  case policy::help_first: return "help-first";
-  case policy::adaptive: return "adaptive";
+  case policy::work_first:
+    return "work-first";
+  case policy::help_first:
+    return "help-first";
+  case policy::adaptive:
+    return "adaptive";
   }
   return "?";
 }
 
 namespace {
 
-template <class T> T parse_number(std::string_view what, std::string_view text, T low, T high) {
+template <class T>
+T parse_number(std::string_view what, std::string_view text, T low, T high) {
   static_assert(std::is_unsigned_v<T>, "apgas: an option is a yes/no, a policy or a count");
   T v = 0;
   const auto* end = text.data() + text.size();
@@ -35,20 +39,15 @@ template <class T> T parse_number(std::string_view what, std::string_view text, 
 }
 
 bool parse_bool(std::string_view what, std::string_view text) {
-  if (text == "1" || text == "yes" || text == "true" || text == "on")
-    return true;
-  if (text == "0" || text == "no" || text == "false" || text == "off")
-    return false;
+  if (text == "1" || text == "yes" || text == "true" || text == "on") return true;
+  if (text == "0" || text == "no" || text == "false" || text == "off") return false;
   throw usage_error(fmt::format("{}: expected yes or no, got '{}'", what, text));
 }
 
 policy parse_policy(std::string_view what, std::string_view text) {
-  if (text == "work-first" || text == "wf" || text == "work_first")
-    return policy::work_first;
-  if (text == "help-first" || text == "hf" || text == "help_first")
-    return policy::help_first;
-  if (text == "adaptive" || text == "ad")
-    return policy::adaptive;
+  if (text == "work-first" || text == "wf" || text == "work_first") return policy::work_first;
+  if (text == "help-first" || text == "hf" || text == "help_first") return policy::help_first;
+  if (text == "adaptive" || text == "ad") return policy::adaptive;
   throw usage_error(
       fmt::format("{}: expected work-first, help-first or adaptive, got '{}'", what, text));
 }
@@ -58,22 +57,17 @@ policy parse_policy(std::string_view what, std::string_view text) {
 template <class T>
 T parse_value(std::string_view what, std::string_view text, [[maybe_unused]] T low,
               [[maybe_unused]] T high) {
-  if constexpr (std::is_same_v<T, bool>)
-    return parse_bool(what, text);
-  else if constexpr (std::is_same_v<T, policy>)
-    return parse_policy(what, text);
-  else
-    return parse_number(what, text, low, high);
+  if constexpr (std::is_same_v<T, bool>) return parse_bool(what, text);
+  else if constexpr (std::is_same_v<T, policy>) return parse_policy(what, text);
+  else return parse_number(what, text, low, high);
 }
 
 /// A default as help_text() shows it (see APGAS_OPTIONS for `auto`).
-template <class T> std::string show_value(T value, [[maybe_unused]] T low) {
-  if constexpr (std::is_same_v<T, bool>)
-    return value ? "yes" : "no";
-  else if constexpr (std::is_same_v<T, policy>)
-    return std::string(to_string(value));
-  else
-    return value < low ? std::string("auto") : std::to_string(value);
+template <class T>
+std::string show_value(T value, [[maybe_unused]] T low) {
+  if constexpr (std::is_same_v<T, bool>) return value ? "yes" : "no";
+  else if constexpr (std::is_same_v<T, policy>) return std::string(to_string(value));
+  else return value < low ? std::string("auto") : std::to_string(value);
 }
 
 struct knob {
@@ -120,8 +114,7 @@ options options::from_env_and_args(int& argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "--") { // everything after belongs to the program
-      for (; i < argc; ++i)
-        argv[out++] = argv[i];
+      for (; i < argc; ++i) argv[out++] = argv[i];
       break;
     }
     const knob* match = nullptr;
@@ -129,8 +122,7 @@ options options::from_env_and_args(int& argc, char** argv) {
     bool has_inline_value = false;
     for (const knob& k : k_knobs) {
       const std::size_t n = std::strlen(k.flag);
-      if (arg.substr(0, n) != k.flag)
-        continue;
+      if (arg.substr(0, n) != k.flag) continue;
       if (arg.size() == n) {
         match = &k;
       } else if (arg[n] == '=') {
@@ -138,8 +130,7 @@ options options::from_env_and_args(int& argc, char** argv) {
         value = arg.substr(n + 1);
         has_inline_value = true;
       }
-      if (match != nullptr)
-        break;
+      if (match != nullptr) break;
     }
     if (match == nullptr) {
       argv[out++] = argv[i];
@@ -166,8 +157,7 @@ std::string options::help_text() {
   const options defaults;
   for (const knob& k : k_knobs) {
     std::string flag = k.flag;
-    if (k.value_hint != nullptr)
-      flag += fmt::format(" {}", k.value_hint);
+    if (k.value_hint != nullptr) flag += fmt::format(" {}", k.value_hint);
     s += fmt::format("  {:<34} {:<15} {} [default: {}]\n", flag, k.variable, k.help,
                      k.show(defaults));
   }

@@ -1,9 +1,8 @@
 // The only file that talks to hwloc.
 #include "apgas/detail/topology.hpp"
 
-#include <hwloc.h>
-
 #include <fmt/format.h>
+#include <hwloc.h>
 
 #include <atomic>
 #include <charconv>

@@ -28,17 +28,19 @@ int main(int argc, char** argv) {
   const long total = rt.run([]() -> task<long> {
     const auto bins = co_await apgas::at_each_place([] { return apgas::global_ref(here_bins); });
     // Every place adds 1,000,000 values; bin b belongs to place b % places().
-    co_await apgas::for_each_place([](std::vector<apgas::global_ref<histogram>> to) -> task<> {
-      co_await apgas::finish([&]() -> task<> { // governs the batches sent to other places
-        auto agg = co_await apgas::make_aggregator<add_one, histogram, std::uint32_t>();
-        std::uint64_t x = apgas::here() + 1;
-        for (int i = 0; i < 1'000'000; ++i) {
-          x = x * 6364136223846793005ULL + 1442695040888963407ULL; // a simple random stream
-          const auto bin = static_cast<std::uint32_t>(x >> 54);    // 0 .. 1023
-          agg.push(to[bin % to.size()], bin);
-        }
-      }); // agg sends what it still holds as it goes; the finish waits for every update
-    }, bins);
+    co_await apgas::for_each_place(
+        [](std::vector<apgas::global_ref<histogram>> to) -> task<> {
+          co_await apgas::finish([&]() -> task<> { // governs the batches sent to other places
+            auto agg = co_await apgas::make_aggregator<add_one, histogram, std::uint32_t>();
+            std::uint64_t x = apgas::here() + 1;
+            for (int i = 0; i < 1'000'000; ++i) {
+              x = x * 6364136223846793005ULL + 1442695040888963407ULL; // a simple random stream
+              const auto bin = static_cast<std::uint32_t>(x >> 54);    // 0 .. 1023
+              agg.push(to[bin % to.size()], bin);
+            }
+          }); // agg sends what it still holds as it goes; the finish waits for every update
+        },
+        bins);
     // Every update counted once, wherever it went.
     const std::vector<long> sums = co_await apgas::at_each_place([] {
       long s = 0;

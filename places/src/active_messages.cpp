@@ -196,9 +196,8 @@ void active_messages::on_at(place_id from, std::span<const std::byte> body) {
   on_activity(from, body, true);
 }
 
-std::pair<finish_id, std::int64_t> active_messages::read_checked_head(byte_reader& r,
-                                                                     place_id from,
-                                                                     code_kind kind) const {
+std::pair<finish_id, std::int64_t> active_messages::read_checked_head(byte_reader& r, place_id from,
+                                                                      code_kind kind) const {
   // In one bounds check: the finish id, then the code offset.
   const std::byte* head = r.read_span(k_finish_id_bytes + sizeof(std::int64_t)).data();
   const finish_id id = read_finish_id(head);

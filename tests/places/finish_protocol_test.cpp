@@ -5,8 +5,8 @@
 // A proxy holds every report after its first until the home asks for it, and its first too
 // once it received `stream` activities, as the engine does (with small values of `stream`
 // here, 1 to 4, and one too big to matter): a held report is released by nothing else here,
-// so a missing ask shows as a finish that never terminates. Termination must be declared exactly once, exactly when nothing is alive
-// or in flight.
+// so a missing ask shows as a finish that never terminates. Termination must be declared exactly
+// once, exactly when nothing is alive or in flight.
 #include <apgas/detail/finish_tally.hpp>
 
 #include <gtest/gtest.h>
@@ -63,11 +63,14 @@ public:
 
 private:
   bool coin() { return std::uniform_int_distribution<int>(0, 1)(m_rng) == 1; }
-  place_id random_place() { return std::uniform_int_distribution<place_id>(0, m_places - 1)(m_rng); }
+  place_id random_place() {
+    return std::uniform_int_distribution<place_id>(0, m_places - 1)(m_rng);
+  }
 
   void send(place_id from, place_id to, message m) {
     // Activities: FIFO per pair of places. Reports: a channel each, so any order.
-    const std::uint64_t channel = std::holds_alternative<finish_report>(m) ? ++m_report_channels : 0;
+    const std::uint64_t channel =
+        std::holds_alternative<finish_report>(m) ? ++m_report_channels : 0;
     m_channels[{from, to, channel}].push_back(std::move(m));
   }
 
@@ -324,7 +327,7 @@ TEST(finish_protocol, a_proxy_counts_sends_to_many_places_exactly) {
       ++expected[to];
     };
     send(5);
-    send(5); // a run
+    send(5);                                      // a run
     for (place_id i = 0; i < 6; ++i) send(i % 3); // a few places: scanned
     std::uint64_t x = 12345 + static_cast<std::uint64_t>(report);
     for (int i = 0; i < 20000; ++i) { // many: indexed

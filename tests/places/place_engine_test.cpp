@@ -4,8 +4,8 @@
 // registered is an error that names it and its sender.
 #include "apgas/detail/place_engine.hpp"
 #include "apgas/detail/scheduler.hpp"
-#include "transport_fake.hpp"
 
+#include "transport_fake.hpp"
 #include <gtest/gtest.h>
 
 #include <cstdint>

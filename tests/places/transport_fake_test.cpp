@@ -32,16 +32,11 @@ std::atomic<std::uint64_t> g_allocations{0};
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void* operator new(std::size_t size) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size))
-    return p;
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 #pragma GCC diagnostic pop
 
 namespace {
@@ -86,18 +81,18 @@ record decode(std::span<const std::byte> m) {
 }
 
 /// Polls `net` until `done()` or the deadline; returns done().
-template <class Done> bool poll_until(fake_network& net, Done done) {
+template <class Done>
+bool poll_until(fake_network& net, Done done) {
   const auto deadline = clock_type::now() + k_deadline;
-  while (!done() && clock_type::now() < deadline)
-    net.poll_all();
+  while (!done() && clock_type::now() < deadline) net.poll_all();
   return done();
 }
 
-template <class Done> bool poll_until(transport& t, Done done) {
+template <class Done>
+bool poll_until(transport& t, Done done) {
   const auto deadline = clock_type::now() + k_deadline;
   while (!done() && clock_type::now() < deadline)
-    if (t.poll() == 0)
-      std::this_thread::yield();
+    if (t.poll() == 0) std::this_thread::yield();
   return done();
 }
 
@@ -119,8 +114,7 @@ TEST(TransportFake, CoalescesSmallMessages) {
     ++got;
   });
   constexpr std::uint64_t k_messages = 1000;
-  for (std::uint64_t i = 0; i < k_messages; ++i)
-    a.send(1, encode(0, 0, i));
+  for (std::uint64_t i = 0; i < k_messages; ++i) a.send(1, encode(0, 0, i));
   a.flush();
   ASSERT_TRUE(poll_until(net, [&] { return got == k_messages; }));
 
@@ -148,8 +142,7 @@ TEST(TransportFake, FullBuffersLeaveWithoutFlush) {
     ++got;
   });
   constexpr std::uint64_t k_messages = 1000;
-  for (std::uint64_t i = 0; i < k_messages; ++i)
-    net.endpoint(0).send(1, encode(0, 0, i));
+  for (std::uint64_t i = 0; i < k_messages; ++i) net.endpoint(0).send(1, encode(0, 0, i));
   constexpr std::uint64_t k_per_buffer = 1024 / (k_frame_header + sizeof(record)); // 32
   constexpr std::uint64_t k_full = k_messages / k_per_buffer;
   ASSERT_TRUE(poll_until(net, [&] { return got == k_full * k_per_buffer; }));
@@ -179,14 +172,12 @@ TEST(TransportFake, BuffersShrinkToFitTheMemoryBudgetAtManyPlaces) {
   options.flush_us = flush_us(1h); // only fullness may send
   constexpr std::size_t k_fitted = (std::size_t{1} << 20) / (64 * 5);
   fake_network net(64, options);
-  for (place_id p = 0; p < 64; ++p)
-    ignore_all(net.endpoint(p));
+  for (place_id p = 0; p < 64; ++p) ignore_all(net.endpoint(p));
   std::uint64_t got = 0;
   net.endpoint(1).set_handler([&](place_id, std::span<const std::byte>) { ++got; });
   EXPECT_EQ(net.endpoint(0).stats().buffer_bytes, k_fitted);
   constexpr std::uint64_t k_messages = 1000;
-  for (std::uint64_t i = 0; i < k_messages; ++i)
-    net.endpoint(0).send(1, encode(0, 0, i));
+  for (std::uint64_t i = 0; i < k_messages; ++i) net.endpoint(0).send(1, encode(0, 0, i));
   constexpr std::uint64_t k_per_buffer = k_fitted / (k_frame_header + sizeof(record));
   constexpr std::uint64_t k_full = k_messages / k_per_buffer;
   ASSERT_TRUE(poll_until(net, [&] { return got == k_full * k_per_buffer; }));
@@ -206,8 +197,7 @@ TEST(TransportFake, WithoutCoalescingEverySendIsANetworkMessage) {
     EXPECT_EQ(decode(m).seq, got);
     ++got;
   });
-  for (std::uint64_t i = 0; i < 100; ++i)
-    net.endpoint(0).send(1, encode(0, 0, i));
+  for (std::uint64_t i = 0; i < 100; ++i) net.endpoint(0).send(1, encode(0, 0, i));
   ASSERT_TRUE(poll_until(net, [&] { return got == 100; }));
   EXPECT_EQ(net.endpoint(0).stats().mpi_messages_sent, 100u);
 }
@@ -223,8 +213,7 @@ TEST(TransportFake, CoalescingSwitchesOffAndOnAgainInOrder) {
   });
   std::uint64_t seq = 0;
   const auto send_some = [&](std::uint64_t n) {
-    for (std::uint64_t i = 0; i < n; ++i)
-      a.send(1, encode(0, 0, seq++));
+    for (std::uint64_t i = 0; i < n; ++i) a.send(1, encode(0, 0, seq++));
   };
   send_some(100); // buffered
   a.set_coalescing(false);
@@ -270,8 +259,7 @@ TEST(TransportFake, SteadyStateAllocatesNothingPerMessage) {
     const std::uint64_t target = got + n;
     for (std::uint64_t i = 0; i < n; ++i) {
       net.endpoint(0).send(1, encode(0, 0, i));
-      if (i % 64 == 0)
-        net.poll_all();
+      if (i % 64 == 0) net.poll_all();
     }
     net.endpoint(0).flush();
     ASSERT_TRUE(poll_until(net, [&] { return got == target; }));
@@ -341,22 +329,17 @@ struct merged_pair {
 TEST(TransportFake, MergedMessagesArriveAsOneHeadAndTheirBodiesInOrder) {
   merged_pair p;
   auto& [net, a, seen] = p;
-  for (std::uint64_t i = 0; i < 100; ++i)
-    send_value(a, 1, head_of(1), i);
+  for (std::uint64_t i = 0; i < 100; ++i) send_value(a, 1, head_of(1), i);
   a.send(1, head_of(9)); // anything else in between ends the merging: order is kept
-  for (std::uint64_t i = 100; i < 110; ++i)
-    send_value(a, 1, head_of(1), i);
-  for (std::uint64_t i = 110; i < 115; ++i)
-    send_value(a, 1, head_of(2), i); // another head
-  for (std::uint64_t i = 115; i < 120; ++i)
-    send_value(a, 1, head_of(1), i);
+  for (std::uint64_t i = 100; i < 110; ++i) send_value(a, 1, head_of(1), i);
+  for (std::uint64_t i = 110; i < 115; ++i) send_value(a, 1, head_of(2), i); // another head
+  for (std::uint64_t i = 115; i < 120; ++i) send_value(a, 1, head_of(1), i);
   a.flush();
   ASSERT_TRUE(poll_until(net, [&] { return seen.size() >= 5; }));
 
   const auto range = [](std::uint64_t from, std::uint64_t to) {
     std::vector<std::uint64_t> v;
-    for (std::uint64_t i = from; i < to; ++i)
-      v.push_back(i);
+    for (std::uint64_t i = from; i < to; ++i) v.push_back(i);
     return v;
   };
   const std::vector<merged_message> expected{{1, range(0, 100)},
@@ -380,8 +363,7 @@ TEST(TransportFake, MergedMessagesNeverOutgrowABuffer) {
   merged_pair p(options);
   auto& [net, a, seen] = p;
   constexpr std::uint64_t k_values = 1000;
-  for (std::uint64_t i = 0; i < k_values; ++i)
-    send_value(a, 1, head_of(1), i);
+  for (std::uint64_t i = 0; i < k_values; ++i) send_value(a, 1, head_of(1), i);
   a.flush();
   std::uint64_t next = 0;
   ASSERT_TRUE(poll_until(net, [&] {
@@ -391,8 +373,7 @@ TEST(TransportFake, MergedMessagesNeverOutgrowABuffer) {
                 options.coalesce_bytes);
       EXPECT_EQ(m.values.size(), std::min<std::uint64_t>(27, k_values - next))
           << "a buffer left half empty";
-      for (const std::uint64_t v : m.values)
-        EXPECT_EQ(v, next++);
+      for (const std::uint64_t v : m.values) EXPECT_EQ(v, next++);
     }
     return next == k_values;
   }));
@@ -404,22 +385,18 @@ TEST(TransportFake, WithoutCoalescingMergedMessagesLeaveAlone) {
   options.coalesce = false;
   merged_pair p(options);
   auto& [net, a, seen] = p;
-  for (std::uint64_t i = 0; i < 10; ++i)
-    send_value(a, 1, head_of(1), i);
+  for (std::uint64_t i = 0; i < 10; ++i) send_value(a, 1, head_of(1), i);
   ASSERT_TRUE(poll_until(net, [&] { return seen.size() == 10; }));
-  for (std::uint64_t i = 0; i < 10; ++i)
-    EXPECT_EQ(seen[i], (merged_message{1, {i}}));
+  for (std::uint64_t i = 0; i < 10; ++i) EXPECT_EQ(seen[i], (merged_message{1, {i}}));
   EXPECT_EQ(a.stats().mpi_messages_sent, 10u);
 }
 
 TEST(TransportFake, SwitchingCoalescingOffLetsABufferedMergedMessageLeave) {
   merged_pair p;
   auto& [net, a, seen] = p;
-  for (std::uint64_t i = 0; i < 5; ++i)
-    send_value(a, 1, head_of(1), i); // buffered
+  for (std::uint64_t i = 0; i < 5; ++i) send_value(a, 1, head_of(1), i); // buffered
   a.set_coalescing(false);
-  for (std::uint64_t i = 5; i < 8; ++i)
-    send_value(a, 1, head_of(1), i); // no flush needed
+  for (std::uint64_t i = 5; i < 8; ++i) send_value(a, 1, head_of(1), i); // no flush needed
   ASSERT_TRUE(poll_until(net, [&] { return seen.size() == 3; }));
   const std::vector<merged_message> expected{{1, {0, 1, 2, 3, 4, 5}}, {1, {6}}, {1, {7}}};
   EXPECT_EQ(seen, expected);
@@ -450,8 +427,7 @@ TEST(TransportFake, PerSourceFifoWhileSourcesInterleave) {
       transport& t = net.endpoint(p);
       for (std::uint64_t i = 0; i < k_messages; ++i) {
         t.send(k_sink, encode(p, 0, i));
-        if (i % 64 == 0)
-          t.poll();
+        if (i % 64 == 0) t.poll();
       }
       t.barrier();
     });
@@ -461,10 +437,8 @@ TEST(TransportFake, PerSourceFifoWhileSourcesInterleave) {
     EXPECT_TRUE(poll_until(t, [&] { return got == k_messages * k_sink; }));
     t.barrier();
   });
-  for (auto& th : threads)
-    th.join();
-  for (place_id p = 0; p < k_sink; ++p)
-    EXPECT_EQ(next[p], k_messages);
+  for (auto& th : threads) th.join();
+  for (place_id p = 0; p < k_sink; ++p) EXPECT_EQ(next[p], k_messages);
   EXPECT_GT(net.endpoint(0).stats().mpi_messages_sent, 100u);
 }
 
@@ -559,26 +533,22 @@ TEST(TransportFake, SendNowMixedWithSendKeepsPerThreadOrder) {
     threads.emplace_back([&, th] {
       transport& t = net.endpoint(0);
       for (std::uint64_t i = 0; i < k_messages; ++i) {
-        if ((i + th) % 3 == 0)
-          t.send_now(1, encode(0, th, i));
-        else
-          t.send(1, encode(0, th, i));
+        if ((i + th) % 3 == 0) t.send_now(1, encode(0, th, i));
+        else t.send(1, encode(0, th, i));
       }
     });
   }
   std::thread sink([&] {
     EXPECT_TRUE(poll_until(net.endpoint(1), [&] { return got == k_threads * k_messages; }));
   });
-  for (auto& th : threads)
-    th.join();
+  for (auto& th : threads) th.join();
   net.endpoint(0).flush();
   std::thread sender_progress([&] {
     EXPECT_TRUE(poll_until(net.endpoint(0), [&] { return net.endpoint(0).quiescent(); }));
   });
   sink.join();
   sender_progress.join();
-  for (std::uint32_t th = 0; th < k_threads; ++th)
-    EXPECT_EQ(next[th], k_messages);
+  for (std::uint32_t th = 0; th < k_threads; ++th) EXPECT_EQ(next[th], k_messages);
 }
 
 TEST(TransportFake, SendNowNeverOvertakesWhatItsSenderHasSeenSent) {
@@ -664,13 +634,11 @@ void exactly_once(std::uint64_t seed, bool same_source) {
   auto send_share = [&](place_id p, std::uint32_t thread) {
     transport& t = net.endpoint(p);
     for (std::uint64_t i = 0; i < k_messages; ++i)
-      for (place_id to = 0; to < k_places; ++to)
-        t.send(to, encode(p, thread, i));
+      for (place_id to = 0; to < k_places; ++to) t.send(to, encode(p, thread, i));
   };
   std::vector<std::thread> threads;
   for (place_id p = 0; p < k_places; ++p) {
-    for (std::uint32_t th = 1; th < k_threads; ++th)
-      threads.emplace_back(send_share, p, th);
+    for (std::uint32_t th = 1; th < k_threads; ++th) threads.emplace_back(send_share, p, th);
     threads.emplace_back([&, p] {
       transport& t = net.endpoint(p);
       send_share(p, 0);
@@ -679,13 +647,11 @@ void exactly_once(std::uint64_t seed, bool same_source) {
       t.barrier();
     });
   }
-  for (auto& th : threads)
-    th.join();
+  for (auto& th : threads) th.join();
   for (place_id p = 0; p < k_places; ++p) {
     EXPECT_EQ(state[p].got, k_expected);
     std::uint64_t wrong = 0;
-    for (std::uint8_t s : state[p].seen)
-      wrong += (s != 1);
+    for (std::uint8_t s : state[p].seen) wrong += (s != 1);
     EXPECT_EQ(wrong, 0u) << "place " << p << ": messages lost or duplicated";
     EXPECT_TRUE(net.endpoint(p).quiescent());
     const transport_stats s = net.endpoint(p).stats();
@@ -695,13 +661,11 @@ void exactly_once(std::uint64_t seed, bool same_source) {
 }
 
 TEST(TransportFake, ExactlyOnceWithSourcesReordered) {
-  for (std::uint64_t seed : {1u, 2u, 3u})
-    exactly_once(seed, false);
+  for (std::uint64_t seed : {1u, 2u, 3u}) exactly_once(seed, false);
 }
 
 TEST(TransportFake, ExactlyOnceWithEverythingReordered) {
-  for (std::uint64_t seed : {4u, 5u, 6u})
-    exactly_once(seed, true);
+  for (std::uint64_t seed : {4u, 5u, 6u}) exactly_once(seed, true);
 }
 
 TEST(TransportFake, SameSourceReorderingReallyReorders) {
@@ -712,13 +676,11 @@ TEST(TransportFake, SameSourceReorderingReallyReorders) {
   std::vector<std::uint64_t> order;
   net.endpoint(1).set_handler(
       [&](place_id, std::span<const std::byte> m) { order.push_back(decode(m).seq); });
-  for (std::uint64_t i = 0; i < 200; ++i)
-    net.endpoint(0).send(1, encode(0, 0, i));
+  for (std::uint64_t i = 0; i < 200; ++i) net.endpoint(0).send(1, encode(0, 0, i));
   net.endpoint(0).flush();
   ASSERT_TRUE(poll_until(net, [&] { return order.size() == 200; }));
   bool inverted = false;
-  for (std::size_t i = 1; i < order.size(); ++i)
-    inverted |= order[i] < order[i - 1];
+  for (std::size_t i = 1; i < order.size(); ++i) inverted |= order[i] < order[i - 1];
   EXPECT_TRUE(inverted) << "reorder_same_source produced FIFO order";
 }
 
@@ -740,8 +702,7 @@ TEST(TransportFake, BackPressureBoundsMemoryWithASlowReceiver) {
   std::atomic<bool> sender_done{false};
   std::thread sender([&] {
     transport& t = net.endpoint(0);
-    for (std::uint64_t i = 0; i < k_messages; ++i)
-      t.send(1, encode(0, 0, i));
+    for (std::uint64_t i = 0; i < k_messages; ++i) t.send(1, encode(0, 0, i));
     t.flush();
     // release: nothing to publish but the end itself (the receiver re-checks counts anyway).
     sender_done.store(true, std::memory_order_release);
@@ -762,8 +723,7 @@ TEST(TransportFake, BackPressureBoundsMemoryWithASlowReceiver) {
       // Still slow: it gives its CPU away between polls (the outcome is decided by counts;
       // the sender had to wait before the first poll, see above). A few yields only: on a busy
       // machine each may cost a time slice.
-      for (int i = 0; i < 4; ++i)
-        std::this_thread::yield();
+      for (int i = 0; i < 4; ++i) std::this_thread::yield();
     }
   });
   sender.join();
@@ -810,8 +770,7 @@ void send_cap_with_slow_receivers(place_id places, std::uint32_t threads, std::s
     workers.emplace_back([&, th] {
       transport& t = net.endpoint(0);
       for (std::uint64_t i = 0; i < k_messages; ++i)
-        for (place_id to = 1; to < places; ++to)
-          t.send(to, encode(0, th, i));
+        for (place_id to = 1; to < places; ++to) t.send(to, encode(0, th, i));
       t.flush();
       senders_done.fetch_add(1, std::memory_order_relaxed);
     });
@@ -835,12 +794,10 @@ void send_cap_with_slow_receivers(place_id places, std::uint32_t threads, std::s
         // A slow receiver: it gives its CPU away between polls (the outcome is decided by
         // counts, not by time; the cap was filled before the first poll, see above). A few
         // yields only: on a busy machine each may cost a time slice.
-        for (int i = 0; i < 4; ++i)
-          std::this_thread::yield();
+        for (int i = 0; i < 4; ++i) std::this_thread::yield();
       }
     });
-  for (auto& w : workers)
-    w.join();
+  for (auto& w : workers) w.join();
   // The last sends complete once their receivers took them; nobody polls place 0 any more, so
   // drive the network until it is quiet (a deadline, not a sleep).
   EXPECT_TRUE(poll_until(net, [&] { return net.endpoint(0).quiescent(); }));
@@ -888,8 +845,7 @@ TEST(TransportFake, BarrierHandsDeferredSendsToTheNetwork) {
   });
   std::thread sender([&] {
     transport& t = net.endpoint(0);
-    for (std::uint64_t i = 0; i < k_messages; ++i)
-      t.send(1, encode(0, 0, i));
+    for (std::uint64_t i = 0; i < k_messages; ++i) t.send(1, encode(0, 0, i));
     t.barrier();
   });
   std::thread receiver([&] {
@@ -922,8 +878,7 @@ TEST(TransportFake, LoopbackToHere) {
     EXPECT_EQ(decode(m).seq, got);
     ++got;
   });
-  for (std::uint64_t i = 0; i < 100; ++i)
-    t.send(0, encode(0, 0, i));
+  for (std::uint64_t i = 0; i < 100; ++i) t.send(0, encode(0, 0, i));
   EXPECT_FALSE(t.quiescent());
   t.flush();
   ASSERT_TRUE(poll_until(t, [&] { return got == 100; }));
@@ -1029,16 +984,13 @@ TEST(TransportFake, HandlerExceptionDoesNotLoseLaterMessages) {
   net.endpoint(1).set_handler([&](place_id, std::span<const std::byte> m) {
     const std::uint64_t seq = decode(m).seq;
     got.push_back(seq);
-    if (seq == 3)
-      throw std::runtime_error("handler failure");
+    if (seq == 3) throw std::runtime_error("handler failure");
   });
-  for (std::uint64_t i = 0; i < 10; ++i)
-    net.endpoint(0).send(1, encode(0, 0, i));
+  for (std::uint64_t i = 0; i < 10; ++i) net.endpoint(0).send(1, encode(0, 0, i));
   net.endpoint(0).flush();
   EXPECT_THROW(poll_until(net, [&] { return got.size() == 10; }), std::runtime_error);
   ASSERT_TRUE(poll_until(net, [&] { return got.size() == 10; }));
-  for (std::uint64_t i = 0; i < 10; ++i)
-    EXPECT_EQ(got[i], i);
+  for (std::uint64_t i = 0; i < 10; ++i) EXPECT_EQ(got[i], i);
 }
 
 TEST(TransportFake, BatchEndFollowsEveryDeliveringPollEvenWhenAHandlerThrows) {
@@ -1051,8 +1003,7 @@ TEST(TransportFake, BatchEndFollowsEveryDeliveringPollEvenWhenAHandlerThrows) {
   receiver.set_handler([&](place_id, std::span<const std::byte> m) {
     const std::uint64_t seq = decode(m).seq;
     got.push_back(seq);
-    if (seq == 3)
-      throw std::runtime_error("handler failure");
+    if (seq == 3) throw std::runtime_error("handler failure");
   });
   receiver.set_batch_end_handler([&] {
     ++batch_ends;
@@ -1060,8 +1011,7 @@ TEST(TransportFake, BatchEndFollowsEveryDeliveringPollEvenWhenAHandlerThrows) {
   });
   EXPECT_EQ(receiver.poll(), 0u);
   EXPECT_EQ(batch_ends, 0u) << "a poll that delivered nothing ends no batch";
-  for (std::uint64_t i = 0; i < 10; ++i)
-    net.endpoint(0).send(1, encode(0, 0, i));
+  for (std::uint64_t i = 0; i < 10; ++i) net.endpoint(0).send(1, encode(0, 0, i));
   net.endpoint(0).flush();
   EXPECT_THROW(poll_until(receiver, [&] { return got.size() == 10; }), std::runtime_error);
   EXPECT_EQ(handled_at_last_end, got.size()) << "the batch ended after the handler that threw";
@@ -1132,11 +1082,9 @@ void handlers_under_pressure(const apgas::options& options) {
     t.set_handler([&, p](place_id from, std::span<const std::byte> m) {
       // relaxed: a counter the threads poll on; nothing is published through it.
       delivered.fetch_add(1, std::memory_order_relaxed);
-      if (m.size() == padding.size())
-        return;
+      if (m.size() == padding.size()) return;
       const std::uint64_t hop = decode(m).seq;
-      if (hop == 0)
-        return;
+      if (hop == 0) return;
       // Only this place's thread sends on this endpoint, so the difference is ours.
       const std::uint64_t before = t.stats().backpressure_waits;
       t.send(from, padding); // bulk that trips back-pressure inside the handler
@@ -1148,8 +1096,7 @@ void handlers_under_pressure(const apgas::options& options) {
   for (place_id p = 0; p < 2; ++p) {
     threads.emplace_back([&, p] {
       transport& t = net.endpoint(p);
-      for (std::uint64_t c = 0; c < k_chains; ++c)
-        t.send(1 - p, encode(p, 0, k_hops));
+      for (std::uint64_t c = 0; c < k_chains; ++c) t.send(1 - p, encode(p, 0, k_hops));
       // Each hop also sends one padding message: 2 * chains * hops more deliveries.
       EXPECT_TRUE(poll_until(t, [&] {
         return delivered.load(std::memory_order_relaxed) == k_total + 2 * k_chains * k_hops;
@@ -1157,8 +1104,7 @@ void handlers_under_pressure(const apgas::options& options) {
       t.barrier();
     });
   }
-  for (auto& th : threads)
-    th.join();
+  for (auto& th : threads) th.join();
   const std::uint64_t waits =
       net.endpoint(0).stats().backpressure_waits + net.endpoint(1).stats().backpressure_waits;
   const std::uint64_t inside = waits_in_handlers[0] + waits_in_handlers[1];
@@ -1212,8 +1158,7 @@ TEST(TransportFake, BarrierSeparatesRounds) {
       }));
     });
   }
-  for (auto& th : threads)
-    th.join();
+  for (auto& th : threads) th.join();
 }
 
 TEST(TransportFake, AllGatherGivesEveryPlaceEveryValueInPlaceOrder) {
@@ -1269,8 +1214,7 @@ TEST(TransportFake, LargeMessagesBetweenSmallOnes) {
   const std::vector<std::size_t> plan = {10, 200000, 3, 0, 65536, 65532, 1};
   for (std::size_t n : plan) {
     std::vector<std::byte> m(n);
-    for (std::size_t i = 0; i < n; ++i)
-      m[i] = static_cast<std::byte>((i * 31 + n) & 0xff);
+    for (std::size_t i = 0; i < n; ++i) m[i] = static_cast<std::byte>((i * 31 + n) & 0xff);
     net.endpoint(0).send(1, m);
   }
   net.endpoint(0).flush();

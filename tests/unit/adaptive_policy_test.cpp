@@ -2,7 +2,6 @@
 // of unstarted children under adaptive (as few as work-first), while help-first holds every
 // child the loop has started (n of them on one worker). The loop's results are checked too.
 #include "test_support.hpp"
-
 #include <apgas_apps/flat_loop.hpp>
 
 #include <cstdint>
@@ -40,8 +39,7 @@ TEST(adaptive_policy, a_flat_loop_holds_at_most_the_deque_bound_of_unstarted_chi
     const loop_outcome o = run_loop(apgas::policy::adaptive, workers, k_long_loop);
     EXPECT_TRUE(o.correct) << workers << " workers";
     // The deque bound, plus the children the other workers have taken and not yet begun.
-    EXPECT_LE(o.peak, apgas::options{}.adaptive_bound + workers)
-        << workers << " workers";
+    EXPECT_LE(o.peak, apgas::options{}.adaptive_bound + workers) << workers << " workers";
     EXPECT_GE(o.peak, 1U) << "adaptive queues children below the bound (help-first)";
   }
 }

@@ -1,6 +1,5 @@
 // The application kernels agree with their sequential versions under both policies.
 #include "test_support.hpp"
-
 #include <apgas_apps/fib.hpp>
 #include <apgas_apps/integrate.hpp>
 #include <apgas_apps/nqueens.hpp>
@@ -28,12 +27,14 @@ TEST_P(app_kernels, integrate_matches_sequential_and_the_exact_integral) {
 }
 
 TEST_P(app_kernels, nqueens_matches_the_known_counts) {
-  for (int n = 1; n <= 9; ++n) EXPECT_EQ(rt().run(apgas_apps::nqueens(n, n)), apgas_apps::nqueens_known(n));
+  for (int n = 1; n <= 9; ++n)
+    EXPECT_EQ(rt().run(apgas_apps::nqueens(n, n)), apgas_apps::nqueens_known(n));
   EXPECT_EQ(rt().run(apgas_apps::nqueens(10, 3)), apgas_apps::nqueens_known(10));
 }
 
 TEST_P(app_kernels, quicksort_sorts) {
-  for (std::size_t n : {0UL, 1UL, 2UL, 3UL, 17UL, 1000UL, 50000UL / apgas_test::k_sanitizer_slowdown}) {
+  for (std::size_t n :
+       {0UL, 1UL, 2UL, 3UL, 17UL, 1000UL, 50000UL / apgas_test::k_sanitizer_slowdown}) {
     std::vector<int> v(n);
     std::mt19937 g(static_cast<unsigned>(n));
     for (int& x : v) x = static_cast<int>(g() % 1000); // many duplicates on purpose

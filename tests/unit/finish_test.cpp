@@ -119,7 +119,8 @@ TEST_P(finish_semantics, async_can_store_its_result_in_a_slot) {
       for (int i = 0; i < 100; ++i) co_await async(square(i), out[static_cast<std::size_t>(i)]);
     });
   });
-  for (int i = 0; i < 100; ++i) EXPECT_EQ(out[static_cast<std::size_t>(i)], static_cast<long>(i) * i);
+  for (int i = 0; i < 100; ++i)
+    EXPECT_EQ(out[static_cast<std::size_t>(i)], static_cast<long>(i) * i);
 }
 
 TEST_P(finish_semantics, plain_callables_run_as_activities) {
@@ -213,9 +214,9 @@ TEST_P(finish_semantics, finish_all_returns_every_result) {
   EXPECT_EQ(rt().run(fib_all(22)), 17711);
   auto three = [&]() -> task<> {
     std::atomic<int> hits{0};
-    auto [x, nothing, y] = co_await apgas::finish_all(
-        []() -> task<int> { co_return 1; }(), spawn_and_return(hits, 30),
-        []() -> task<std::string> { co_return "two"; }());
+    auto [x, nothing, y] =
+        co_await apgas::finish_all([]() -> task<int> { co_return 1; }(), spawn_and_return(hits, 30),
+                                   []() -> task<std::string> { co_return "two"; }());
     EXPECT_EQ(x, 1);
     EXPECT_EQ(y, "two");
     (void)nothing;

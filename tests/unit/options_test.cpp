@@ -13,8 +13,7 @@ namespace {
 
 struct argv_builder { // owns mutable argv storage for from_env_and_args
   explicit argv_builder(std::vector<std::string> args) : m_args(std::move(args)) {
-    for (auto& a : m_args)
-      m_ptrs.push_back(a.data());
+    for (auto& a : m_args) m_ptrs.push_back(a.data());
     m_ptrs.push_back(nullptr);
     argc = static_cast<int>(m_args.size());
   }
@@ -112,17 +111,16 @@ TEST(options, help_text_lists_every_flag_with_its_variable) {
 }
 
 /// How a flag or a variable gives `value`.
-template <class T> std::string text_of(T value) {
-  if constexpr (std::is_same_v<T, bool>)
-    return value ? "yes" : "no";
-  else if constexpr (std::is_same_v<T, apgas::policy>)
-    return std::string(apgas::to_string(value));
-  else
-    return std::to_string(value);
+template <class T>
+std::string text_of(T value) {
+  if constexpr (std::is_same_v<T, bool>) return value ? "yes" : "no";
+  else if constexpr (std::is_same_v<T, apgas::policy>) return std::string(apgas::to_string(value));
+  else return std::to_string(value);
 }
 
 /// One line of APGAS_OPTIONS, for the tests below (`get` reads its member).
-template <class T, class Get> struct option_line {
+template <class T, class Get>
+struct option_line {
   const char* member;
   T default_value;
   T low;
@@ -134,7 +132,8 @@ template <class T, class Get> struct option_line {
 };
 
 /// Calls `check(option_line)` for every option.
-template <class Check> void for_each_option(Check check) {
+template <class Check>
+void for_each_option(Check check) {
 #define APGAS_OPTION_LINE(type, member, default_value, low, high, flag, variable, hint, help)      \
   check(option_line<type, type (*)(const apgas::options&)>{                                        \
       #member, default_value, low, high, flag, variable, help,                                     \
@@ -170,8 +169,7 @@ TEST(options, help_text_has_one_line_per_option_with_its_variable_help_and_defau
     EXPECT_NE(text.find("[default: " + shown + "]"), std::string::npos) << text;
   });
   std::size_t lines = 0;
-  for (const char c : help)
-    lines += c == '\n' ? 1 : 0;
+  for (const char c : help) lines += c == '\n' ? 1 : 0;
   EXPECT_EQ(lines, options + 1) << "a title, then one line an option";
 }
 

@@ -1,7 +1,7 @@
 // The runtime object: lifetime, uniqueness, idle workers parking, statistics.
-#include "test_support.hpp"
-
 #include <apgas/detail/spread_counter.hpp>
+
+#include "test_support.hpp"
 
 #include <chrono>
 #include <stdexcept>

@@ -48,12 +48,12 @@ private:
   apgas::local_runtime m_rt{make_options(GetParam())};
 };
 
-#define APGAS_INSTANTIATE_CONFIGS(suite)                                                       \
-  INSTANTIATE_TEST_SUITE_P(                                                                    \
-      policies, suite,                                                                         \
-      testing::Combine(testing::Values(apgas::policy::work_first, apgas::policy::help_first,  \
-                                       apgas::policy::adaptive),                               \
-                       testing::Values(1U, 2U, 4U)),                                           \
+#define APGAS_INSTANTIATE_CONFIGS(suite)                                                           \
+  INSTANTIATE_TEST_SUITE_P(                                                                        \
+      policies, suite,                                                                             \
+      testing::Combine(testing::Values(apgas::policy::work_first, apgas::policy::help_first,       \
+                                       apgas::policy::adaptive),                                   \
+                       testing::Values(1U, 2U, 4U)),                                               \
       apgas_test::config_name)
 
 } // namespace apgas_test

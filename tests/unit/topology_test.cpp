@@ -99,16 +99,12 @@ class scoped_env {
 public:
   scoped_env(const char* name, const char* value) : m_name(name) {
     if (const char* old = std::getenv(name)) m_old = old;
-    if (value != nullptr)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
+    if (value != nullptr) setenv(name, value, 1);
+    else unsetenv(name);
   }
   ~scoped_env() {
-    if (m_old)
-      setenv(m_name.c_str(), m_old->c_str(), 1);
-    else
-      unsetenv(m_name.c_str());
+    if (m_old) setenv(m_name.c_str(), m_old->c_str(), 1);
+    else unsetenv(m_name.c_str());
   }
   scoped_env(const scoped_env&) = delete;
   scoped_env& operator=(const scoped_env&) = delete;

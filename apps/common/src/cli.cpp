@@ -21,9 +21,7 @@ void throw_bad_number(std::string_view what, std::string_view text, bool whole,
                                        whole ? "a whole number" : "a number", lo, hi, text));
 }
 
-std::string number_text(double v) {
-  return fmt::format("{}", v);
-}
+std::string number_text(double v) { return fmt::format("{}", v); }
 
 std::size_t choice_index(std::string_view what, std::string_view text,
                          const std::vector<std::string>& names) {
@@ -53,18 +51,15 @@ bool looks_like_flag(std::string_view a) {
 }
 
 std::string format_seconds(double s) {
-  if (s >= 1.0)
-    return fmt::format("{:.3f} s", s);
-  if (s >= 1e-3)
-    return fmt::format("{:.3f} ms", s * 1e3);
+  if (s >= 1.0) return fmt::format("{:.3f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.3f} ms", s * 1e3);
   return fmt::format("{:.1f} us", s * 1e6);
 }
 
 std::string format_rate(double per_second, const std::string& unit) {
   static constexpr const char* k_prefixes[] = {"", " k", " M", " G", " T"};
   std::size_t i = 0;
-  for (; per_second >= 1000.0 && i + 1 < std::size(k_prefixes); ++i)
-    per_second /= 1000.0;
+  for (; per_second >= 1000.0 && i + 1 < std::size(k_prefixes); ++i) per_second /= 1000.0;
   return fmt::format("{:.1f}{} {}/s", per_second, k_prefixes[i], unit);
 }
 
@@ -74,8 +69,7 @@ void collect_errors(const std::exception_ptr& e, std::vector<std::string>& out) 
   try {
     std::rethrow_exception(e);
   } catch (const apgas::multiple_exceptions& m) {
-    for (const auto& inner : m.exceptions())
-      collect_errors(inner, out);
+    for (const auto& inner : m.exceptions()) collect_errors(inner, out);
   } catch (const std::exception& x) {
     out.emplace_back(x.what());
   } catch (...) {
@@ -90,8 +84,7 @@ std::atomic<int> g_exit_code{k_exit_ok};
 /// The rank the MPI launcher gave this process (Open MPI, PMIx, MPICH/Hydra), 0 if none.
 int launcher_rank() {
   for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
-    if (const char* v = std::getenv(name))
-      return std::atoi(v);
+    if (const char* v = std::getenv(name)) return std::atoi(v);
   }
   return 0;
 }
@@ -100,8 +93,7 @@ int launcher_rank() {
 /// place 0 asks every place at once, and the run's value reaches every place.
 int agree_on_exit_code(apgas::runtime& rt, int mine) {
   g_exit_code.store(mine);
-  if (rt.places() == 1)
-    return mine;
+  if (rt.places() == 1) return mine;
   try {
     return rt.run([]() -> apgas::task<int> {
       const std::vector<int> codes =
@@ -133,8 +125,7 @@ cli& cli::add(arg a) {
 void cli::parse(int argc, char** argv) {
   std::vector<const arg*> positionals;
   for (const arg& a : m_args)
-    if (a.positional)
-      positionals.push_back(&a);
+    if (a.positional) positionals.push_back(&a);
   std::size_t next = 0;
   bool only_positionals = false;
   for (int i = 1; i < argc; ++i) {
@@ -153,8 +144,7 @@ void cli::parse(int argc, char** argv) {
     const std::string_view name = a.substr(0, eq);
     const auto it = std::find_if(m_args.begin(), m_args.end(),
                                  [&](const arg& x) { return !x.positional && x.name == name; });
-    if (it == m_args.end())
-      throw apgas::usage_error(fmt::format("unknown flag '{}'", name));
+    if (it == m_args.end()) throw apgas::usage_error(fmt::format("unknown flag '{}'", name));
     if (it->hint.empty()) {
       if (eq != std::string_view::npos)
         throw apgas::usage_error(fmt::format("{} takes no value", name));
@@ -190,8 +180,7 @@ std::string cli::usage() const {
   options +=
       fmt::format("  {:<{}} {}\n", "-h, --help", k_help_column - 3, "print this help and exit");
   std::string s = fmt::format("{}\n\n{}\n\n", synopsis, m_summary);
-  if (!arguments.empty())
-    s += "Arguments:\n" + arguments;
+  if (!arguments.empty()) s += "Arguments:\n" + arguments;
   s += "Options:\n" + options;
   s += "\nExit status: 0 result verified, 1 self-check failed, 2 usage error, 3 the run "
        "failed.\n\n";
@@ -212,31 +201,26 @@ void cli::print_report(const report& r, const apgas::runtime& rt) const {
     }
     o.add("places", rt.places()).add("threads", rt.threads()).add("policy", policy);
     o.add("repeat", m_common.repeat);
-    if (r.work)
-      o.add(r.work->unit + "_per_second", per_second);
+    if (r.work) o.add(r.work->unit + "_per_second", per_second);
     o.add(r.extra);
-    if (!r.verified)
-      o.add("failure", r.failure);
+    if (!r.verified) o.add("failure", r.failure);
     fmt::print("{}\n", o.str());
   } else {
     std::string line = fmt::format("{} = {}  {}  {}", r.title, r.result.text(),
                                    r.verified ? "verified" : "FAILED", format_seconds(r.seconds));
-    if (m_common.repeat > 1)
-      line += fmt::format(" (best of {})", m_common.repeat);
+    if (m_common.repeat > 1) line += fmt::format(" (best of {})", m_common.repeat);
     // One place keeps the line it always had; more show how many ("2 places x 4 threads").
     const std::string places =
         rt.places() == 1 ? std::string() : fmt::format("{} places x ", rt.places());
     line += fmt::format("  ({}{} thread{}, {})", places, rt.threads(), rt.threads() == 1 ? "" : "s",
                         policy);
-    if (r.work)
-      line += "  " + format_rate(per_second, r.work->unit);
+    if (r.work) line += "  " + format_rate(per_second, r.work->unit);
     if (r.seq_seconds) {
       line += fmt::format("  seq {}  speedup {:.2f}x", format_seconds(*r.seq_seconds),
                           r.seconds > 0 ? *r.seq_seconds / r.seconds : 0.0);
     }
     fmt::print("{}\n", line);
-    for (const std::string& d : r.details)
-      fmt::print("  {}\n", d);
+    for (const std::string& d : r.details) fmt::print("  {}\n", d);
   }
   std::fflush(stdout);
 }
@@ -249,8 +233,7 @@ int cli::run(int argc, char** argv, const body& b) {
   try {
     rt.emplace(argc, argv);
   } catch (const apgas::usage_error& e) {
-    if (launcher_rank() == 0)
-      fmt::print(stderr, "{}: {} (see --help)\n", m_app, e.what());
+    if (launcher_rank() == 0) fmt::print(stderr, "{}: {} (see --help)\n", m_app, e.what());
     return k_exit_usage;
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}: cannot start the runtime: {}\n", m_app, e.what());
@@ -260,8 +243,7 @@ int cli::run(int argc, char** argv, const body& b) {
   // collective calls below (the runs, the exit-code agreement, ~runtime) match up.
   const bool lead = rt->here() == 0;
   const auto usage_failure = [&](const char* what) {
-    if (lead)
-      fmt::print(stderr, "{}: {} (see --help)\n", m_app, what);
+    if (lead) fmt::print(stderr, "{}: {} (see --help)\n", m_app, what);
     return k_exit_usage;
   };
 
@@ -273,11 +255,9 @@ int cli::run(int argc, char** argv, const body& b) {
   // --help wins over any other problem with the app's flags.
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
-    if (a == "--")
-      break;
+    if (a == "--") break;
     if (a == "--help" || a == "-h") {
-      if (lead)
-        fmt::print("{}", usage());
+      if (lead) fmt::print("{}", usage());
       return k_exit_ok;
     }
   }
@@ -288,15 +268,13 @@ int cli::run(int argc, char** argv, const body& b) {
   }
 
   common_flags flags = m_common;
-  if (!lead)
-    flags.run_seq = false; // only place 0 reports (see the file comment)
+  if (!lead) flags.run_seq = false; // only place 0 reports (see the file comment)
   int code = k_exit_ok;
   try {
     const report r = b(*rt, flags);
     if (lead) {
       print_report(r, *rt);
-      if (!r.verified)
-        fmt::print(stderr, "{}: self-check FAILED: {}\n", m_app, r.failure);
+      if (!r.verified) fmt::print(stderr, "{}: self-check FAILED: {}\n", m_app, r.failure);
     }
     code = r.verified || !lead ? k_exit_ok : k_exit_check_failed;
   } catch (...) {
@@ -319,8 +297,7 @@ void cli::report_failure(const std::exception_ptr& failure, apgas::place_id here
     try {
       std::rethrow_exception(failure);
     } catch (const apgas::remote_exception& e) {
-      if (e.place() == 0)
-        return;
+      if (e.place() == 0) return;
     } catch (...) {
     }
   }
@@ -331,8 +308,7 @@ void cli::report_failure(const std::exception_ptr& failure, apgas::place_id here
     fmt::print(stderr, "{}: the run failed: {}\n", who, errors.front());
   } else {
     fmt::print(stderr, "{}: the run failed: {} errors\n", who, errors.size());
-    for (const auto& e : errors)
-      fmt::print(stderr, "{}:   {}\n", who, e);
+    for (const auto& e : errors) fmt::print(stderr, "{}:   {}\n", who, e);
   }
   if (m_common.json && here == 0) {
     json_object o;

@@ -4,6 +4,6 @@
 
 #include "apgas/exceptions.hpp"
 #include "apgas/finish.hpp"
-#include "apgas/options.hpp"
 #include "apgas/local_runtime.hpp"
+#include "apgas/options.hpp"
 #include "apgas/task.hpp"

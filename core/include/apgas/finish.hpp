@@ -25,10 +25,12 @@ namespace apgas {
 namespace detail {
 
 /// @brief co_await async(...): spawns a prepared child frame.
-template <class T> struct async_awaiter {
+template <class T>
+struct async_awaiter {
   std::coroutine_handle<promise<T>> m_child;
   bool await_ready() const noexcept { return false; }
-  template <class P> std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) {
+  template <class P>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) {
     require_apgas_caller<P>();
     return spawn(parent.promise(), m_child.promise());
   }
@@ -37,30 +39,30 @@ template <class T> struct async_awaiter {
 
 template <class F>
 task<> run_owned(F f) { // keeps the callable alive for as long as the activity runs
-  if constexpr (is_task_v<std::invoke_result_t<F&>>)
-    co_await f();
+  if constexpr (is_task_v<std::invoke_result_t<F&>>) co_await f();
   else {
     f();
     co_return;
   }
 }
 
-template <class F> task<> make_body(F&& f) {
-  if constexpr (is_task_v<F>)
-    return std::forward<F>(f);
-  else
-    return run_owned(std::forward<F>(f));
+template <class F>
+task<> make_body(F&& f) {
+  if constexpr (is_task_v<F>) return std::forward<F>(f);
+  else return run_owned(std::forward<F>(f));
 }
 
 /// @brief co_await finish(...): runs the body as the first strand of a new finish.
-template <class Body> class finish_awaiter {
+template <class Body>
+class finish_awaiter {
 public:
   finish_awaiter(policy p, Body body, finish_pattern pattern = finish_pattern::general)
       : m_state(p), m_body(std::move(body)) {
     m_state.m_pattern = pattern;
   }
   bool await_ready() const noexcept { return false; }
-  template <class P> std::coroutine_handle<> await_suspend(std::coroutine_handle<P> waiter) {
+  template <class P>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> waiter) {
     require_apgas_caller<P>();
     m_state.m_waiter = &waiter.promise();
     auto h = start_body();
@@ -74,8 +76,7 @@ public:
 
 private:
   auto start_body() {
-    if constexpr (is_task_v<Body>)
-      return m_body.release();
+    if constexpr (is_task_v<Body>) return m_body.release();
     else if constexpr (is_task_v<std::invoke_result_t<Body&>>) {
       // The callable lives in this awaiter, itself in the waiting frame, until the finish ends.
       m_task = m_body();
@@ -91,11 +92,16 @@ private:
 };
 
 /// @brief Where finish_all keeps the result of one task (nothing for task<void>).
-template <class T> struct result_slot { T m_value{}; };
-template <> struct result_slot<void> {};
+template <class T>
+struct result_slot {
+  T m_value{};
+};
+template <>
+struct result_slot<void> {};
 
 /// @brief co_await finish_all(t1, ..., tn): a finish whose activities are the given tasks.
-template <class... T> class finish_all_awaiter {
+template <class... T>
+class finish_all_awaiter {
   static constexpr std::size_t k_count = sizeof...(T);
 
 public:
@@ -106,8 +112,7 @@ public:
   // Destroys the frames only if never awaited (they were not handed over).
   [[gnu::always_inline]] ~finish_all_awaiter() {
     if (m_state.m_waiter == nullptr)
-      for (promise_base* p : m_promises)
-        p->m_self.destroy();
+      for (promise_base* p : m_promises) p->m_self.destroy();
   }
 
   bool await_ready() const noexcept { return false; }
@@ -137,16 +142,14 @@ public:
       p->m_parent = work_first && i + 1 < k_count ? promises[i + 1] : nullptr;
     }
     if (work_first) {
-      for (std::size_t i = k_count; i-- > 1;)
-        w.push(as_continuation(promises[i]));
+      for (std::size_t i = k_count; i-- > 1;) w.push(as_continuation(promises[i]));
       return w.transfer(promises[0]->m_self);
     }
     // Help-first: every task is a counted strand from the start; the last runs now. (Not the
     // chain above: the tasks' own help-first asyncs would sit above an uncounted task.)
     // relaxed: published to thieves by the deque pushes (release).
     m_state.m_count.store(static_cast<std::int64_t>(k_count), std::memory_order_relaxed);
-    for (std::size_t i = 0; i + 1 < k_count; ++i)
-      w.push(as_fresh_strand(promises[i]));
+    for (std::size_t i = 0; i + 1 < k_count; ++i) w.push(as_fresh_strand(promises[i]));
     return w.transfer(promises[k_count - 1]->m_self);
   }
   [[gnu::always_inline]] auto await_resume() {
@@ -162,17 +165,17 @@ private:
   template <class U>
   [[gnu::always_inline]] static promise_base* prepare(std::coroutine_handle<promise<U>> h,
                                                       result_slot<U>& slot) {
-    if constexpr (!std::is_void_v<U>)
-      h.promise().m_out = &slot.m_value;
+    if constexpr (!std::is_void_v<U>) h.promise().m_out = &slot.m_value;
     return &h.promise();
   }
-  template <std::size_t... I> [[gnu::always_inline]] auto collect(std::index_sequence<I...>) {
+  template <std::size_t... I>
+  [[gnu::always_inline]] auto collect(std::index_sequence<I...>) {
     return std::tuple<std::conditional_t<std::is_void_v<T>, std::monostate, T>...>{
         take<T>(std::get<I>(m_slots))...};
   }
-  template <class U> [[gnu::always_inline]] static auto take(result_slot<U>& slot) {
-    if constexpr (std::is_void_v<U>)
-      return std::monostate{};
+  template <class U>
+  [[gnu::always_inline]] static auto take(result_slot<U>& slot) {
+    if constexpr (std::is_void_v<U>) return std::monostate{};
     else {
       // A compiler barrier between the reads of two slots. Without it GCC merges the reads of
       // adjacent small results (fib's two longs) into one 16-byte load, which spans the two
@@ -206,7 +209,8 @@ requires(sizeof...(T) >= 1) [[nodiscard]] auto finish_all(task<T>... tasks) {
 /// @brief Starts `t` as a new activity governed by the caller's finish.
 /// Under work-first the child runs at once and the caller's continuation becomes stealable;
 /// under help-first the child becomes stealable and the caller goes on.
-template <class T> [[nodiscard]] detail::async_awaiter<T> async(task<T>&& t) {
+template <class T>
+[[nodiscard]] detail::async_awaiter<T> async(task<T>&& t) {
   return {t.release()};
 }
 
@@ -231,19 +235,22 @@ requires(!detail::is_task_v<F> && std::invocable<std::decay_t<F>&>)
 
 /// @brief A finish scope with the run's default policy. `body` is a task<>, a callable
 /// returning task<>, or a plain callable.
-template <class Body> [[nodiscard]] auto finish(Body&& body) {
+template <class Body>
+[[nodiscard]] auto finish(Body&& body) {
   return detail::finish_awaiter<std::decay_t<Body>>(detail::g_default_policy,
                                                     std::forward<Body>(body));
 }
 
 /// @brief A finish scope whose asyncs use policy `p`.
-template <class Body> [[nodiscard]] auto finish(policy p, Body&& body) {
+template <class Body>
+[[nodiscard]] auto finish(policy p, Body&& body) {
   return detail::finish_awaiter<std::decay_t<Body>>(p, std::forward<Body>(body));
 }
 
 /// @brief A finish whose activities follow `pattern` (see finish_pattern), for example
 /// `co_await apgas::finish(apgas::finish_pattern::spmd, body)`: one activity per place.
-template <class Body> [[nodiscard]] auto finish(finish_pattern pattern, Body&& body) {
+template <class Body>
+[[nodiscard]] auto finish(finish_pattern pattern, Body&& body) {
   return detail::finish_awaiter<std::decay_t<Body>>(detail::g_default_policy,
                                                     std::forward<Body>(body), pattern);
 }

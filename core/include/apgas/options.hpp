@@ -89,7 +89,7 @@ enum class finish_pattern : std::uint8_t {
   X(unsigned, clock_all_to_all_places, 16, 0, 1U << 20, "--clock-all-to-all-places",               \
     "APGAS_CLOCK_ALL_TO_ALL_PLACES", "N",                                                          \
     "clocks: up to N places every place tallies every phase report (a phase ends one message "     \
-    "after its last resume); beyond, the clock's home tallies and releases the places")    \
+    "after its last resume); beyond, the clock's home tallies and releases the places")            \
   X(unsigned, glb_n, 511, 1, 1'000'000'000, "--glb-n", "APGAS_GLB_N", "N",                         \
     "GLB: items a bag processes between two looks at steal requests")                              \
   X(unsigned, glb_w, 0, 0, 1'000'000, "--glb-w", "APGAS_GLB_W", "N",                               \

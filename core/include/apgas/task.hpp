@@ -111,7 +111,7 @@ struct promise_common : promise_base {
 /// Other types keep an optional, filled only when nobody redirected m_out.
 template <class T>
 inline constexpr bool k_plain_result =
-    std::is_trivially_copyable_v<T> && std::is_default_constructible_v<T>;
+    std::is_trivially_copyable_v<T>&& std::is_default_constructible_v<T>;
 
 template <class T>
 struct promise final : promise_common {

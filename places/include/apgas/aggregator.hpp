@@ -85,9 +85,9 @@ class updates {
   static constexpr std::size_t k_bytes = detail::k_update_bytes<Args...>;
 
 public:
-  using value_type = std::conditional_t<sizeof...(Args) == 1,
-                                        std::tuple_element_t<0, std::tuple<Args...>>,
-                                        std::tuple<Args...>>;
+  using value_type =
+      std::conditional_t<sizeof...(Args) == 1, std::tuple_element_t<0, std::tuple<Args...>>,
+                         std::tuple<Args...>>;
   class iterator {
   public:
     using value_type = updates::value_type;
@@ -147,8 +147,10 @@ void run_update_batch(byte_reader& r) {
   const auto target = deserialize<global_ref<T>>(r);
   const std::span<const std::byte> items = r.read_span(r.remaining());
   if (items.size() % k_bytes != 0) [[unlikely]]
-    r.fail("an aggregated batch of " + std::to_string(items.size()) + " bytes, not a whole "
-           "number of " + std::to_string(k_bytes) + "-byte updates");
+    r.fail("an aggregated batch of " + std::to_string(items.size()) +
+           " bytes, not a whole "
+           "number of " +
+           std::to_string(k_bytes) + "-byte updates");
   T& object = *target; // throws bad_place unless the batch came to the target's home
   if constexpr (k_takes_batches<F, T, Args...>) {
     F{}(object, updates<Args...>(items));
@@ -343,8 +345,8 @@ struct make_aggregator_awaiter {
 /// F{}(T&, Args...) owned by the calling activity, with buffers of `bytes_per_place` bytes
 /// (rounded down to whole updates, at least one). @throws std::logic_error without a runtime.
 template <class F, class T, class... Args>
-[[nodiscard]] detail::make_aggregator_awaiter<F, T, Args...>
-make_aggregator(std::size_t bytes_per_place = aggregator<F, T, Args...>::k_default_bytes_per_place) {
+[[nodiscard]] detail::make_aggregator_awaiter<F, T, Args...> make_aggregator(
+    std::size_t bytes_per_place = aggregator<F, T, Args...>::k_default_bytes_per_place) {
   return {bytes_per_place};
 }
 

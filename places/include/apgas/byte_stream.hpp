@@ -52,8 +52,7 @@ public:
 
   /// @brief Appends n raw bytes.
   void write_bytes(const void* data, std::size_t n) {
-    if (n == 0)
-      return;
+    if (n == 0) return;
     if (n > k_small_write) {
       // Bulk (a vector's or a string's contents): insert copies once, where resize would
       // zero-fill first, a second pass over what may be megabytes.
@@ -86,8 +85,7 @@ public:
     const std::size_t at = m_out->size();
     m_out->resize(at + sizeof wire + n);
     std::memcpy(m_out->data() + at, &wire, sizeof wire);
-    if (n != 0)
-      std::memcpy(m_out->data() + at + sizeof wire, data, n);
+    if (n != 0) std::memcpy(m_out->data() + at + sizeof wire, data, n);
   }
   /// @brief Makes room for n more bytes without reallocating.
   void reserve(std::size_t n) { m_out->reserve(m_out->size() + n); }
@@ -118,13 +116,11 @@ public:
   /// @brief Copies the next n bytes to `out`. @throws serialization_error if fewer are left.
   void read_bytes(void* out, std::size_t n) {
     const std::span<const std::byte> bytes = read_span(n);
-    if (n != 0)
-      std::memcpy(out, bytes.data(), n);
+    if (n != 0) std::memcpy(out, bytes.data(), n);
   }
   /// @brief The next n bytes, in place. @throws serialization_error if fewer are left.
   std::span<const std::byte> read_span(std::size_t n) {
-    if (n > remaining())
-      throw_truncated(n);
+    if (n > remaining()) throw_truncated(n);
     const std::span<const std::byte> bytes = m_data.subspan(m_pos, n);
     m_pos += n;
     return bytes;
@@ -151,8 +147,7 @@ public:
   bool at_end() const noexcept { return m_pos == m_data.size(); }
   /// @brief @throws serialization_error if bytes are left (the reader expected other types).
   void expect_end() const {
-    if (!at_end())
-      fail(std::to_string(remaining()) + " unexpected bytes at the end");
+    if (!at_end()) fail(std::to_string(remaining()) + " unexpected bytes at the end");
   }
   /// @brief Throws serialization_error "corrupt message at offset <position>: <what>"; for
   /// apgas_deserialize functions that find their input invalid.
@@ -189,7 +184,8 @@ public:
   /// @brief An archive writing to `w`.
   explicit output_archive(byte_writer& w) noexcept : m_writer(&w) {}
   /// @brief Writes `value` (which must be serializable).
-  template <class T> output_archive& operator&(const T& value);
+  template <class T>
+  output_archive& operator&(const T& value);
   /// @brief The underlying writer.
   byte_writer& writer() const noexcept { return *m_writer; }
 
@@ -209,7 +205,8 @@ public:
   /// @brief An archive reading from `r`.
   explicit input_archive(byte_reader& r) noexcept : m_reader(&r) {}
   /// @brief Reads into `value` (which must be serializable and not const).
-  template <class T> input_archive& operator&(T& value);
+  template <class T>
+  input_archive& operator&(T& value);
   /// @brief The underlying reader.
   byte_reader& reader() const noexcept { return *m_reader; }
 

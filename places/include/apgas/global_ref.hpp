@@ -23,7 +23,8 @@ class global_ref {
 public:
   global_ref() = default;
   /// @brief A reference to `object`, which lives here.
-  explicit global_ref(T& object) : m_home(apgas::here()), m_address(reinterpret_cast<std::uintptr_t>(&object)) {}
+  explicit global_ref(T& object)
+      : m_home(apgas::here()), m_address(reinterpret_cast<std::uintptr_t>(&object)) {}
   /// @brief The place where the object lives.
   place_id home() const noexcept { return m_home; }
   /// @brief The object. @throws bad_place unless called at home().
@@ -91,9 +92,13 @@ public:
     handle.m_id = detail::place_local_registry::instance().next_id(apgas::here());
     co_await finish([&]() -> task<> {
       for (place_id p = 0; p < apgas::places(); ++p) {
-        co_await async_at(p, [](std::uint64_t id) {
-          detail::place_local_registry::instance().put(id, std::make_shared<T>(Init{}(apgas::here())));
-        }, handle.m_id);
+        co_await async_at(
+            p,
+            [](std::uint64_t id) {
+              detail::place_local_registry::instance().put(
+                  id, std::make_shared<T>(Init{}(apgas::here())));
+            },
+            handle.m_id);
       }
     });
     co_return handle;
@@ -103,9 +108,8 @@ public:
     const std::uint64_t id = m_id;
     co_await finish([id]() -> task<> {
       for (place_id p = 0; p < apgas::places(); ++p) {
-        co_await async_at(p, [](std::uint64_t i) {
-          detail::place_local_registry::instance().erase(i);
-        }, id);
+        co_await async_at(
+            p, [](std::uint64_t i) { detail::place_local_registry::instance().erase(i); }, id);
       }
     });
   }

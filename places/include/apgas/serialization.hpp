@@ -60,15 +60,16 @@ concept serializable = detail::sendable_v<T>;
 
 /// @brief Appends `value` to `w`. Rejected at compile time unless serializable<T>.
 /// @throws serialization_error for values that cannot be written (a valueless variant).
-template <class T> void serialize(byte_writer& w, const T& value) {
+template <class T>
+void serialize(byte_writer& w, const T& value) {
   detail::diagnose<T>();
-  if constexpr (serializable<T>)
-    detail::write_value<std::remove_cv_t<T>>(w, value);
+  if constexpr (serializable<T>) detail::write_value<std::remove_cv_t<T>>(w, value);
 }
 
 /// @brief Reads a T written by serialize(). @throws serialization_error on truncated or
 /// corrupt input.
-template <class T> detail::returned_t<T> deserialize(byte_reader& r) {
+template <class T>
+detail::returned_t<T> deserialize(byte_reader& r) {
   detail::diagnose<T>();
   static_assert(!std::is_array_v<T>, "apgas: deserialize<T[N]>() cannot return a C array: use "
                                      "deserialize(reader, array) or std::array<T, N>");
@@ -81,25 +82,25 @@ template <class T> detail::returned_t<T> deserialize(byte_reader& r) {
 
 /// @brief Reads into `out` (C arrays and user types are read in place).
 /// @throws serialization_error on truncated or corrupt input.
-template <class T> void deserialize(byte_reader& r, T& out) {
+template <class T>
+void deserialize(byte_reader& r, T& out) {
   detail::diagnose<T>();
   static_assert(!std::is_const_v<T>, "apgas: deserialize(reader, out): out is const");
-  if constexpr (serializable<T> && !std::is_const_v<T>)
-    detail::read_into(r, out);
+  if constexpr (serializable<T> && !std::is_const_v<T>) detail::read_into(r, out);
 }
 
 /// @brief The number of bytes serialize(w, value) appends (computed without writing, except
 /// for user-declared types, which are serialized into a scratch buffer).
-template <class T> std::size_t serialized_size(const T& value) {
+template <class T>
+std::size_t serialized_size(const T& value) {
   detail::diagnose<T>();
-  if constexpr (serializable<T>)
-    return detail::size_value<std::remove_cv_t<T>>(value);
-  else
-    return 0;
+  if constexpr (serializable<T>) return detail::size_value<std::remove_cv_t<T>>(value);
+  else return 0;
 }
 
 /// @brief Appends every argument in order: the arguments of an active message.
-template <class... Args> void serialize_all(byte_writer& w, const Args&... args) {
+template <class... Args>
+void serialize_all(byte_writer& w, const Args&... args) {
   (detail::diagnose<Args>(), ...);
   if constexpr ((serializable<Args> && ...))
     (detail::write_value<std::remove_cv_t<Args>>(w, args), ...);
@@ -107,7 +108,8 @@ template <class... Args> void serialize_all(byte_writer& w, const Args&... args)
 
 /// @brief Reads what serialize_all(w, Args...) wrote, in order.
 /// @throws serialization_error on truncated or corrupt input.
-template <class... Args> std::tuple<Args...> deserialize_all(byte_reader& r) {
+template <class... Args>
+std::tuple<Args...> deserialize_all(byte_reader& r) {
   (detail::diagnose<Args>(), ...);
   static_assert(!(std::is_array_v<Args> || ...),
                 "apgas: deserialize_all cannot return C arrays: use std::array<T, N>");
@@ -120,7 +122,8 @@ template <class... Args> std::tuple<Args...> deserialize_all(byte_reader& r) {
 }
 
 /// @brief `value` serialized into a new buffer.
-template <class T> std::vector<std::byte> to_bytes(const T& value) {
+template <class T>
+std::vector<std::byte> to_bytes(const T& value) {
   byte_writer w;
   serialize(w, value);
   return w.take();
@@ -128,7 +131,8 @@ template <class T> std::vector<std::byte> to_bytes(const T& value) {
 
 /// @brief The T that `bytes` holds, which must be all of them.
 /// @throws serialization_error on truncated or corrupt input, or bytes left over.
-template <class T> detail::returned_t<T> from_bytes(std::span<const std::byte> bytes) {
+template <class T>
+detail::returned_t<T> from_bytes(std::span<const std::byte> bytes) {
   byte_reader r(bytes);
   if constexpr (std::is_void_v<detail::returned_t<T>>) {
     deserialize<T>(r); // reports why T cannot be returned
@@ -139,19 +143,19 @@ template <class T> detail::returned_t<T> from_bytes(std::span<const std::byte> b
   }
 }
 
-template <class T> output_archive& output_archive::operator&(const T& value) {
+template <class T>
+output_archive& output_archive::operator&(const T& value) {
   detail::diagnose<T>();
-  if constexpr (serializable<T>)
-    detail::write_value<std::remove_cv_t<T>>(*m_writer, value);
+  if constexpr (serializable<T>) detail::write_value<std::remove_cv_t<T>>(*m_writer, value);
   return *this;
 }
 
-template <class T> input_archive& input_archive::operator&(T& value) {
+template <class T>
+input_archive& input_archive::operator&(T& value) {
   detail::diagnose<T>();
   static_assert(!std::is_const_v<T>, "apgas: serialize(): cannot read into a const member; "
                                      "drop the const, or use apgas_serialize/apgas_deserialize");
-  if constexpr (serializable<T> && !std::is_const_v<T>)
-    detail::read_into(*m_reader, value);
+  if constexpr (serializable<T> && !std::is_const_v<T>) detail::read_into(*m_reader, value);
   return *this;
 }
 

@@ -14,12 +14,10 @@ std::optional<frame_error> validate_frames(std::span<const std::byte> network_me
   const std::size_t size = network_message.size();
   while (offset < size) {
     const std::size_t remaining = size - offset;
-    if (remaining < k_frame_header)
-      return frame_error{offset, 0, remaining};
+    if (remaining < k_frame_header) return frame_error{offset, 0, remaining};
     std::uint32_t length;
     std::memcpy(&length, network_message.data() + offset, k_frame_header);
-    if (length > remaining - k_frame_header)
-      return frame_error{offset, length, remaining};
+    if (length > remaining - k_frame_header) return frame_error{offset, length, remaining};
     offset += k_frame_header + length;
   }
   return std::nullopt;
@@ -65,8 +63,7 @@ std::size_t coalescer::fitted_buffer_bytes(std::size_t destinations, const optio
   // reuse (sealed ones in flight are bounded by max_outstanding_sends, for all together).
   const std::size_t buffers = std::max<std::size_t>(destinations, 1) * (1 + k_pool_per_destination);
   const std::size_t share = (opts.coalesce_memory_mib << 20) / buffers;
-  if (share >= opts.coalesce_bytes)
-    return opts.coalesce_bytes;
+  if (share >= opts.coalesce_bytes) return opts.coalesce_bytes;
   return std::min(opts.coalesce_bytes, std::max(share, k_min_fitted_buffer_bytes));
 }
 
@@ -127,22 +124,19 @@ template <class TryMerge, class Fill>
 coalescer::appended_to coalescer::append_frame_locked(place_id to, std::size_t size,
                                                       TryMerge try_merge, Fill fill,
                                                       bool mergeable) {
-  if (size > k_max_message_bytes)
-    throw_too_long(size);
+  if (size > k_max_message_bytes) throw_too_long(size);
   const std::size_t frame_bytes = k_frame_header + size;
   slot& s = m_slots[to];
   appended_to result;
   std::lock_guard lock(s.lock);
-  if (try_merge(s, result))
-    return result;
+  if (try_merge(s, result)) return result;
   if (!s.current.empty() && s.current.size() + frame_bytes > m_buffer_bytes) {
     seal_locked(s); // the new frame would overflow: the full buffer leaves first
     result.sealed = true;
   }
   // relaxed: see set_coalescing (read once: a buffer is started and sealed the same way).
   const bool coalesce = m_coalesce.load(std::memory_order_relaxed);
-  if (s.current.empty())
-    start_buffer_locked(to, s, frame_bytes, coalesce);
+  if (s.current.empty()) start_buffer_locked(to, s, frame_bytes, coalesce);
   const std::size_t frame_at = s.current.size();
   fill(start_frame(s.current, size));
   s.merge_at = mergeable ? frame_at : slot::k_no_merge;
@@ -161,8 +155,7 @@ coalescer::appended_to coalescer::append(place_id to, std::span<const std::byte>
   return append_frame_locked(
       to, message.size(), [](slot&, appended_to&) { return false; },
       [message](std::byte* at) {
-        if (!message.empty())
-          std::memcpy(at, message.data(), message.size());
+        if (!message.empty()) std::memcpy(at, message.data(), message.size());
       },
       false);
 }
@@ -187,13 +180,11 @@ coalescer::appended_to coalescer::append_merged_framed(place_id to, const merge_
 
 std::optional<sealed_buffer> coalescer::take_alone(place_id to,
                                                    std::span<const std::byte> message) {
-  if (message.size() > k_max_message_bytes)
-    throw_too_long(message.size());
+  if (message.size() > k_max_message_bytes) throw_too_long(message.size());
   const std::size_t frame_bytes = k_frame_header + message.size();
   slot& s = m_slots[to];
   std::lock_guard lock(s.lock);
-  if (!s.current.empty() || !s.ready.empty())
-    return std::nullopt;
+  if (!s.current.empty() || !s.ready.empty()) return std::nullopt;
   sealed_buffer alone{byte_buffer{}, 1};
   if (!s.pool.empty()) {
     alone.bytes = std::move(s.pool.back());
@@ -205,12 +196,10 @@ std::optional<sealed_buffer> coalescer::take_alone(place_id to,
 }
 
 bool coalescer::claim_alone(place_id to, std::size_t message_bytes) {
-  if (message_bytes > k_max_message_bytes)
-    throw_too_long(message_bytes);
+  if (message_bytes > k_max_message_bytes) throw_too_long(message_bytes);
   slot& s = m_slots[to];
   std::lock_guard lock(s.lock);
-  if (!s.current.empty() || !s.ready.empty())
-    return false;
+  if (!s.current.empty() || !s.ready.empty()) return false;
   s.count_appended(k_frame_header + message_bytes);
   return true;
 }
@@ -224,8 +213,7 @@ void coalescer::count_alone(place_id to, std::size_t message_bytes) {
 bool coalescer::seal(place_id to) {
   slot& s = m_slots[to];
   std::lock_guard lock(s.lock);
-  if (s.current.empty())
-    return false;
+  if (s.current.empty()) return false;
   seal_locked(s); // stays listed: collect() finds the ready buffer
   return true;
 }
@@ -233,8 +221,7 @@ bool coalescer::seal(place_id to) {
 bool coalescer::collect_pending(seal_mode mode, clock::time_point now) const noexcept {
   // relaxed: hints. A stale "nothing" delays the buffer to the next poll at most, because the
   // value is eventually visible and the transport polls again.
-  if (m_ready.load(std::memory_order_relaxed) != 0)
-    return true;
+  if (m_ready.load(std::memory_order_relaxed) != 0) return true;
   switch (mode) {
   case seal_mode::none:
     return false;
@@ -274,13 +261,10 @@ std::size_t coalescer::collect(seal_mode mode, clock::time_point now,
     slot& s = m_slots[to];
     std::lock_guard lock(s.lock);
     if (!s.current.empty()) {
-      if (mode == seal_mode::all || (due_scan && s.due <= now))
-        seal_locked(s);
-      else
-        lower_next_due(s.due); // (a buffer started without coalescing was sealed at once)
+      if (mode == seal_mode::all || (due_scan && s.due <= now)) seal_locked(s);
+      else lower_next_due(s.due); // (a buffer started without coalescing was sealed at once)
     }
-    for (sealed_buffer& b : s.ready)
-      out.push_back(outgoing_buffer{to, std::move(b)});
+    for (sealed_buffer& b : s.ready) out.push_back(outgoing_buffer{to, std::move(b)});
     handed += s.ready.size();
     // relaxed: see seal_locked().
     m_ready.fetch_sub(s.ready.size(), std::memory_order_relaxed);
@@ -299,13 +283,11 @@ std::size_t coalescer::collect(seal_mode mode, clock::time_point now,
 
 void coalescer::recycle(place_id to, byte_buffer&& buffer) {
   // Oversized buffers (a big message) are dropped: the pool keeps memory bounded.
-  if (buffer.capacity() == 0 || buffer.capacity() > 2 * m_buffer_bytes)
-    return;
+  if (buffer.capacity() == 0 || buffer.capacity() > 2 * m_buffer_bytes) return;
   buffer.clear();
   slot& s = m_slots[to];
   std::lock_guard lock(s.lock);
-  if (s.pool.size() < k_pool_per_destination)
-    s.pool.push_back(std::move(buffer));
+  if (s.pool.size() < k_pool_per_destination) s.pool.push_back(std::move(buffer));
 }
 
 void coalescer::complete(place_id to, std::size_t bytes) noexcept {
@@ -325,8 +307,7 @@ std::size_t coalescer::sealed_buffers() const noexcept {
 
 bool coalescer::idle() const noexcept {
   for (std::size_t i = 0; i < m_destinations; ++i)
-    if (m_slots[i].outstanding() != 0)
-      return false;
+    if (m_slots[i].outstanding() != 0) return false;
   return true;
 }
 

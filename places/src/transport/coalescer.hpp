@@ -61,8 +61,7 @@ inline std::byte* start_frame(byte_buffer& out, std::size_t size) {
 /// @brief Appends one frame (length prefix + bytes) to `out`. pre: size <= k_max_message_bytes.
 inline void append_frame(byte_buffer& out, std::span<const std::byte> message) {
   std::byte* at = start_frame(out, message.size());
-  if (!message.empty())
-    std::memcpy(at, message.data(), message.size());
+  if (!message.empty()) std::memcpy(at, message.data(), message.size());
 }
 
 /// @brief Checks that `network_message` is a whole number of well-formed frames.

@@ -83,8 +83,7 @@ public:
     }
     // acquire: pairs with the last arriver's release.
     while (m_net.barrier_generation.load(std::memory_order_acquire) == generation) {
-      if (poll() == 0)
-        std::this_thread::yield();
+      if (poll() == 0) std::this_thread::yield();
     }
   }
 
@@ -133,8 +132,7 @@ void fake_endpoint::net_receive() {
     const bool injected = m.injected;
     accept(received{from, std::move(m.bytes), injected ? origin::injected : origin::network});
     // After accept(): the sender is not seen idle before we are seen busy (see accept()).
-    if (!injected)
-      m_net.endpoints[from]->completed_to(m_here, bytes);
+    if (!injected) m_net.endpoints[from]->completed_to(m_here, bytes);
   }
   m_taken.clear();
 }
@@ -144,8 +142,7 @@ void fake_endpoint::net_receive() {
 fake_network::impl::impl(std::size_t places, const options& opts, std::uint64_t seed,
                          bool reorder_sources, bool same_source)
     : reorder(reorder_sources), reorder_same_source(same_source) {
-  if (places == 0)
-    throw std::invalid_argument("apgas fake_network: no places");
+  if (places == 0) throw std::invalid_argument("apgas fake_network: no places");
   inboxes.reserve(places);
   endpoints.reserve(places);
   for (std::size_t p = 0; p < places; ++p) {
@@ -172,20 +169,16 @@ void fake_network::impl::push(place_id from, place_id to, byte_buffer&& bytes, b
     box.peak_from[from] = std::max(box.peak_from[from], queued);
   }
   wire_message m{from, std::move(bytes), injected};
-  if (reorder)
-    box.by_source[from].push_back(std::move(m));
-  else
-    box.fifo.push_back(std::move(m));
+  if (reorder) box.by_source[from].push_back(std::move(m));
+  else box.fifo.push_back(std::move(m));
 }
 
 void fake_network::impl::take(place_id to, std::vector<wire_message>& out) {
   inbox& box = *inboxes[to];
   std::lock_guard lock(box.lock);
-  if (box.count == 0)
-    return;
+  if (box.count == 0) return;
   if (!reorder) {
-    for (wire_message& m : box.fifo)
-      out.push_back(std::move(m));
+    for (wire_message& m : box.fifo) out.push_back(std::move(m));
     box.fifo.clear();
   } else {
     // Everything queued, in a random interleaving of the sources (and, if asked, a random
@@ -193,8 +186,7 @@ void fake_network::impl::take(place_id to, std::vector<wire_message>& out) {
     while (out.size() < box.count) {
       box.sources.clear();
       for (std::size_t s = 0; s < box.by_source.size(); ++s)
-        if (!box.by_source[s].empty())
-          box.sources.push_back(static_cast<place_id>(s));
+        if (!box.by_source[s].empty()) box.sources.push_back(static_cast<place_id>(s));
       std::uniform_int_distribution<std::size_t> pick_source(0, box.sources.size() - 1);
       std::deque<wire_message>& q = box.by_source[box.sources[pick_source(box.rng)]];
       std::size_t i = 0;
@@ -227,8 +219,7 @@ place_id fake_network::places() const noexcept {
 
 std::size_t fake_network::poll_all() {
   std::size_t delivered = 0;
-  for (auto& e : m_impl->endpoints)
-    delivered += e->poll();
+  for (auto& e : m_impl->endpoints) delivered += e->poll();
   return delivered;
 }
 

@@ -53,12 +53,9 @@ int to_mpi(mpi_thread_level level) noexcept {
 } // namespace
 
 mpi_thread_level from_mpi(int level) noexcept {
-  if (level >= MPI_THREAD_MULTIPLE)
-    return mpi_thread_level::multiple;
-  if (level >= MPI_THREAD_SERIALIZED)
-    return mpi_thread_level::serialized;
-  if (level >= MPI_THREAD_FUNNELED)
-    return mpi_thread_level::funneled;
+  if (level >= MPI_THREAD_MULTIPLE) return mpi_thread_level::multiple;
+  if (level >= MPI_THREAD_SERIALIZED) return mpi_thread_level::serialized;
+  if (level >= MPI_THREAD_FUNNELED) return mpi_thread_level::funneled;
   return mpi_thread_level::single;
 }
 
@@ -97,23 +94,19 @@ mpi_thread_level mpi_init(int* argc, char*** argv, mpi_thread_level requested) {
   return level;
 }
 
-bool mpi_initialized() noexcept {
-  return mpi_is_initialized() && !mpi_is_finalized();
-}
+bool mpi_initialized() noexcept { return mpi_is_initialized() && !mpi_is_finalized(); }
 
 void mpi_finalize() {
   if (mpi_transport_exists())
     throw std::logic_error("apgas: mpi_finalize() while an MPI transport still exists");
-  if (!mpi_is_initialized() || mpi_is_finalized())
-    return;
+  if (!mpi_is_initialized() || mpi_is_finalized()) return;
   const int rc = MPI_Finalize();
   if (rc != MPI_SUCCESS)
     throw std::runtime_error("apgas: MPI_Finalize failed: " + mpi_error_text(rc));
 }
 
 void mpi_abort(int code) noexcept {
-  if (mpi_is_initialized() && !mpi_is_finalized())
-    MPI_Abort(MPI_COMM_WORLD, code);
+  if (mpi_is_initialized() && !mpi_is_finalized()) MPI_Abort(MPI_COMM_WORLD, code);
   std::fflush(nullptr);
   std::_Exit(code); // not initialised (or MPI_Abort returned): still end this process
 }

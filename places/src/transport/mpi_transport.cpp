@@ -82,8 +82,7 @@ protected:
   void net_complete_sends() override {
     // The idle poll's case inline: otherwise every round of an idle worker would set up the
     // completion code's frame before its first test.
-    if (!m_requests.empty())
-      complete_sends();
+    if (!m_requests.empty()) complete_sends();
   }
   void net_receive() override;
   void net_release(received&& message) override;
@@ -172,21 +171,17 @@ mpi_transport::net_send_framed(place_id to, std::vector<std::byte>& framed, bool
     mpi_check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
     if (done != 0) {
       count_sent_locked(size);
-      if (counted)
-        m_coalescer.complete(to, size);
-      else
-        count_sent_uncounted_locked();
+      if (counted) m_coalescer.complete(to, size);
+      else count_sent_uncounted_locked();
       return framed_send::done;
     }
-    if (!counted)
-      count_framed_alone(to, size); // only complete_sends, under our lock, completes it
+    if (!counted) count_framed_alone(to, size); // only complete_sends, under our lock, completes it
     count_issue_locked(size);
     m_requests.push_back(request);
     m_in_flight.push_back(in_flight{to, byte_buffer{}, false, std::move(framed)});
     return framed_send::kept;
   }
-  if (!counted)
-    count_framed_alone(to, size);
+  if (!counted) count_framed_alone(to, size);
   const std::byte* data = framed.data(); // a vector's storage stays put when it is moved
   isend_locked(to, data, size, in_flight{to, byte_buffer{}, false, std::move(framed)});
   count_issue_locked(size); // after: only net_complete_sends, under our lock, completes it
@@ -199,12 +194,10 @@ void mpi_transport::complete_sends() {
   mpi_check(MPI_Testsome(static_cast<int>(m_requests.size()), m_requests.data(), &count,
                          m_done.data(), MPI_STATUSES_IGNORE),
             "MPI_Testsome");
-  if (count <= 0)
-    return; // 0: none done; MPI_UNDEFINED: no active request
+  if (count <= 0) return; // 0: none done; MPI_UNDEFINED: no active request
   for (int k = 0; k < count; ++k) {
     in_flight& f = m_in_flight[static_cast<std::size_t>(m_done[static_cast<std::size_t>(k)])];
-    if (f.announcement)
-      continue; // its big message is the one that counts
+    if (f.announcement) continue; // its big message is the one that counts
     if (!f.framed.empty()) {
       const std::size_t bytes = f.framed.size();
       recycle_framed(std::move(f.framed));
@@ -218,8 +211,7 @@ void mpi_transport::complete_sends() {
   // Completed requests are MPI_REQUEST_NULL now: compact both arrays in step.
   std::size_t kept = 0;
   for (std::size_t i = 0; i < m_requests.size(); ++i) {
-    if (m_requests[i] == MPI_REQUEST_NULL)
-      continue;
+    if (m_requests[i] == MPI_REQUEST_NULL) continue;
     if (kept != i) {
       m_requests[kept] = m_requests[i];
       m_in_flight[kept] = std::move(m_in_flight[i]);
@@ -246,8 +238,7 @@ void mpi_transport::post_locked(posted& slot) {
 
 void mpi_transport::net_receive() {
   if (!m_receives_posted) {
-    for (posted& slot : m_posted)
-      post_locked(slot);
+    for (posted& slot : m_posted) post_locked(slot);
     m_receives_posted = true;
   }
   for (; m_unposted > 0; --m_unposted) // oldest first: the ring stays in posting order
@@ -259,8 +250,7 @@ void mpi_transport::net_receive() {
     int flag = 0;
     MPI_Status status;
     mpi_check(MPI_Test(&slot.request, &flag, &status), "MPI_Test");
-    if (flag == 0)
-      return;
+    if (flag == 0) return;
     const auto from = static_cast<place_id>(status.MPI_SOURCE);
     int count = 0;
     mpi_check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
@@ -303,11 +293,9 @@ void mpi_transport::net_receive() {
 }
 
 void mpi_transport::cancel_posted_locked() noexcept {
-  if (!m_receives_posted)
-    return;
+  if (!m_receives_posted) return;
   for (posted& slot : m_posted) {
-    if (slot.request == MPI_REQUEST_NULL)
-      continue; // completed, not posted again
+    if (slot.request == MPI_REQUEST_NULL) continue; // completed, not posted again
     // A receive that completed meanwhile took a message that nobody wants any more now.
     MPI_Cancel(&slot.request);
     MPI_Wait(&slot.request, MPI_STATUS_IGNORE);
@@ -358,10 +346,8 @@ void mpi_transport::wait_polling(MPI_Request& request) {
       std::lock_guard net(m_net_lock);
       mpi_check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
     }
-    if (done != 0)
-      return;
-    if (delivered == 0)
-      std::this_thread::yield(); // ranks may share cores: let others run
+    if (done != 0) return;
+    if (delivered == 0) std::this_thread::yield(); // ranks may share cores: let others run
   }
 }
 
@@ -406,16 +392,14 @@ mpi_transport::~mpi_transport() {
         break;
       }
       receive_and_drop_locked();
-      if (!m_requests.empty())
-        std::this_thread::yield();
+      if (!m_requests.empty()) std::this_thread::yield();
     }
     if (has_deferred_locked())
       std::fprintf(stderr, "apgas transport: sends waiting for room at shutdown; dropped\n");
     if (!m_requests.empty()) {
       std::fprintf(stderr, "apgas transport: %zu sends incomplete at shutdown; abandoned\n",
                    m_requests.size());
-      for (MPI_Request& r : m_requests)
-        MPI_Request_free(&r);
+      for (MPI_Request& r : m_requests) MPI_Request_free(&r);
       // MPI may still read them: leaked on purpose.
       (void)new (std::nothrow) std::vector<in_flight>(std::move(m_in_flight));
     }

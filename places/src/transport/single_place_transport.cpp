@@ -15,14 +15,12 @@ public:
   // passes here or through send_merged, so the hook sees every send.
   void send(place_id to, std::span<const std::byte> message) override {
     ep().send(to, message);
-    if (m_send_hook)
-      m_send_hook();
+    if (m_send_hook) m_send_hook();
   }
   void send_merged(place_id to, const merge_head& head, std::size_t body_size,
                    message_writer write_body, const void* context) override {
     ep().send_merged(to, head, body_size, write_body, context);
-    if (m_send_hook)
-      m_send_hook();
+    if (m_send_hook) m_send_hook();
   }
   void flush() override { ep().flush(); }
   std::size_t poll() override { return ep().poll(); }

@@ -17,8 +17,7 @@ void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1) noexcept {
 transport_base::transport_base(place_id here, place_id places, const options& opts)
     : m_here(here), m_places(places), m_max_outstanding_bytes(opts.max_outstanding_bytes),
       m_max_outstanding_sends(opts.max_outstanding_sends), m_coalescer(places, opts) {
-  if (here >= places)
-    throw std::invalid_argument("apgas transport: here >= places");
+  if (here >= places) throw std::invalid_argument("apgas transport: here >= places");
   if (opts.max_outstanding_sends == 0)
     throw std::invalid_argument("apgas transport: max_outstanding_sends must be at least 1");
 }
@@ -34,27 +33,23 @@ namespace {
 } // namespace
 
 void transport_base::send(place_id to, std::span<const std::byte> message) {
-  if (to >= m_places)
-    throw_bad_destination(to, m_places);
+  if (to >= m_places) throw_bad_destination(to, m_places);
   after_append(to, m_coalescer.append(to, message));
 }
 
 void transport_base::send_merged(place_id to, const merge_head& head, std::size_t body_size,
                                  message_writer write_body, const void* context) {
-  if (to >= m_places)
-    throw_bad_destination(to, m_places);
+  if (to >= m_places) throw_bad_destination(to, m_places);
   after_append(to, m_coalescer.append_merged(to, head, body_size, write_body, context));
 }
 
 void transport_base::after_append(place_id to, coalescer::appended_to appended) {
   // A full buffer leaves at once if the network is free; otherwise the current holder of the
   // network lock, or the next poll, sends it (never block a sender on the network).
-  if (appended.sealed)
-    try_progress_sends();
+  if (appended.sealed) try_progress_sends();
   // The bytes limit is checked at every append (the coalescer did, under its lock); the count
   // of network messages grows only when a buffer is sealed, so it is checked then.
-  if (appended.over_bytes || (appended.sealed && over_limits(to)))
-    wait_for_room(to);
+  if (appended.over_bytes || (appended.sealed && over_limits(to))) wait_for_room(to);
 }
 
 namespace {
@@ -66,8 +61,7 @@ constexpr std::size_t k_framed_pool_max_capacity = std::size_t{1} << 20;
 template <class TakeAlone>
 void transport_base::send_now_with(place_id to, std::span<const std::byte> message,
                                    TakeAlone take_alone) {
-  if (to >= m_places)
-    throw_bad_destination(to, m_places);
+  if (to >= m_places) throw_bad_destination(to, m_places);
   bool sent = false;
   if (to != m_here) {
     // Under the network lock, so that nothing appended to `to` after this message can be
@@ -83,15 +77,13 @@ void transport_base::send_now_with(place_id to, std::span<const std::byte> messa
     send(to, message);
     flush();
   }
-  if (over_limits(to))
-    wait_for_room(to);
+  if (over_limits(to)) wait_for_room(to);
 }
 
 void transport_base::send_now(place_id to, std::span<const std::byte> message) {
   send_now_with(to, message, [&] {
     std::optional<sealed_buffer> alone = m_coalescer.take_alone(to, message);
-    if (!alone)
-      return false;
+    if (!alone) return false;
     // Its completion is left to the next poll: testing an incomplete send costs a round of
     // MPI progress on the latency path (net_send_framed tests, as it may spare the record).
     issue_locked(outgoing_buffer{to, std::move(*alone)});
@@ -136,14 +128,12 @@ void transport_base::send_now_framed(place_id to, std::vector<std::byte>& framed
       }
     }
     if (fast) {
-      if (sent != framed_send::done && over_limits(to))
-        wait_for_room(to);
+      if (sent != framed_send::done && over_limits(to)) wait_for_room(to);
       return;
     }
   }
   send_now_with(to, message, [&] {
-    if (!m_coalescer.claim_alone(to, message.size()))
-      return false;
+    if (!m_coalescer.claim_alone(to, message.size())) return false;
     hand_over(true);
     return true;
   });
@@ -151,8 +141,7 @@ void transport_base::send_now_framed(place_id to, std::vector<std::byte>& framed
 
 transport_base::framed_send
 transport_base::net_send_framed(place_id to, std::vector<std::byte>& framed, bool counted) {
-  if (!counted)
-    count_framed_alone(to, framed.size()); // before the fake network completes it
+  if (!counted) count_framed_alone(to, framed.size()); // before the fake network completes it
   sealed_buffer copy{byte_buffer{framed.size()}, 1};
   copy.bytes.append(framed.data(), framed.size());
   issue_locked(outgoing_buffer{to, std::move(copy)});
@@ -167,8 +156,7 @@ void transport_base::recycle_framed(std::vector<std::byte>&& framed) {
 }
 
 bool transport_base::over_limits(place_id to) const noexcept {
-  if (m_coalescer.outstanding(to) > m_max_outstanding_bytes)
-    return true;
+  if (m_coalescer.outstanding(to) > m_max_outstanding_bytes) return true;
   // Network messages sealed and not completed: not yet collected, waiting for room, in flight.
   // relaxed: see m_in_flight (a hint; wait_for_room() re-checks after making progress).
   const std::size_t sends = m_coalescer.sealed_buffers() +
@@ -183,15 +171,13 @@ void transport_base::wait_for_room(place_id to) {
   while (over_limits(to)) {
     // With a tiny byte limit the buffered bytes alone may exceed it. (Not for the send count:
     // sealing a partial buffer would only add a network message.)
-    if (m_coalescer.outstanding(to) > m_max_outstanding_bytes)
-      m_coalescer.seal(to);
+    if (m_coalescer.outstanding(to) > m_max_outstanding_bytes) m_coalescer.seal(to);
     try_progress_sends();
     // Keeps receiving (and, unless nested in a handler, delivering) while waiting: a peer
     // waiting for room towards us can then proceed, so two full places do not deadlock. (Our
     // sends complete only as peers receive them, and a peer receives while it waits, too.)
     poll();
-    if (over_limits(to))
-      std::this_thread::yield();
+    if (over_limits(to)) std::this_thread::yield();
   }
 }
 
@@ -209,8 +195,7 @@ void transport_base::flush() {
 
 bool transport_base::try_progress_sends() {
   std::unique_lock net(m_net_lock, std::try_to_lock);
-  if (!net.owns_lock())
-    return false;
+  if (!net.owns_lock()) return false;
   drain_locked(coalescer::seal_mode::none);
   net_complete_sends();
   return true;
@@ -228,12 +213,10 @@ void transport_base::flush_to_network() {
 }
 
 void transport_base::drain_locked(coalescer::seal_mode mode) {
-  issue_deferred_locked(); // older than anything collect() hands out below
-  if (!m_coalescer.anything_buffered())
-    return; // the common idle poll: no clock read
+  issue_deferred_locked();                      // older than anything collect() hands out below
+  if (!m_coalescer.anything_buffered()) return; // the common idle poll: no clock read
   const auto now = coalescer::clock::now();
-  if (!m_coalescer.collect_pending(mode, now))
-    return;
+  if (!m_coalescer.collect_pending(mode, now)) return;
   struct clear_on_exit {
     std::vector<outgoing_buffer>& v;
     ~clear_on_exit() { v.clear(); }
@@ -349,11 +332,9 @@ void transport_base::progress(coalescer::seal_mode mode, bool receive) {
   if (m_deferred_count.load(std::memory_order_relaxed) != 0 || m_coalescer.anything_buffered())
     drain_locked(mode);
   net_complete_sends();
-  if (!receive)
-    return;
+  if (!receive) return;
   net_receive();
-  if (m_loopback.empty())
-    return;
+  if (m_loopback.empty()) return;
   for (received& r : m_loopback) {
     const std::size_t bytes = r.bytes.size();
     accept(std::move(r));
@@ -372,8 +353,7 @@ std::size_t transport_base::poll() {
     return 0;
   }
   std::unique_lock lock(m_poll_lock, std::try_to_lock);
-  if (!lock.owns_lock())
-    return 0;
+  if (!lock.owns_lock()) return 0;
   m_poll_owner.store(me, std::memory_order_relaxed);
   struct clear_owner { // declared after `lock`: runs before the unlock
     std::atomic<std::thread::id>& owner;
@@ -382,8 +362,7 @@ std::size_t transport_base::poll() {
   progress(coalescer::seal_mode::due, true);
   // The idle poll's test here, not in deliver(): deliver()'s frame (the end-of-batch guard) is
   // set up before any of its code runs, which every round of an idle worker would pay.
-  if (!m_has_current && m_pending_head == m_pending.size())
-    return 0;
+  if (!m_has_current && m_pending_head == m_pending.size()) return 0;
   return deliver();
 }
 
@@ -392,15 +371,13 @@ constexpr std::size_t k_deliveries_per_poll = 512;
 } // namespace
 
 std::size_t transport_base::deliver() {
-  if (!m_handler)
-    throw std::logic_error("apgas transport: poll() before set_handler()");
+  if (!m_handler) throw std::logic_error("apgas transport: poll() before set_handler()");
   std::size_t delivered = 0;
   struct end_of_batch { // also when a handler throws
     const batch_end_handler& hook;
     const std::size_t& delivered;
     ~end_of_batch() {
-      if (delivered != 0 && hook)
-        hook();
+      if (delivered != 0 && hook) hook();
     }
   } batch_guard{m_batch_end, delivered};
   // Only what is pending now: handlers that reply to loopback cannot keep this poll forever.
@@ -410,11 +387,9 @@ std::size_t transport_base::deliver() {
     // before more arrives (so the activities' frames are recycled by the worker's pool, which
     // keeps a few thousand, instead of a whole receive batch going through malloc), and the
     // cursor resumes at the next poll.
-    if (delivered == k_deliveries_per_poll)
-      break;
+    if (delivered == k_deliveries_per_poll) break;
     if (!m_has_current) {
-      if (budget == 0 || m_pending_head == m_pending.size())
-        break;
+      if (budget == 0 || m_pending_head == m_pending.size()) break;
       --budget;
       m_current = std::move(m_pending[m_pending_head++]);
       if (m_pending_head == m_pending.size()) {
@@ -445,10 +420,8 @@ std::size_t transport_base::deliver() {
 }
 
 void transport_base::finish_current() {
-  if (m_current.kind == origin::loopback)
-    m_coalescer.recycle(m_here, std::move(m_current.bytes));
-  else
-    net_release(std::move(m_current));
+  if (m_current.kind == origin::loopback) m_coalescer.recycle(m_here, std::move(m_current.bytes));
+  else net_release(std::move(m_current));
   m_current = received{};
   m_has_current = false;
   // relaxed, and no RMW: see accept().

@@ -5,7 +5,8 @@
 #include <vector>
 
 apgas::task<> await_later(std::vector<int> v) {
-  auto call = apgas::at(1, [](std::vector<int> w) { return w.size(); }, v);
+  auto call = apgas::at(
+      1, [](std::vector<int> w) { return w.size(); }, v);
   v.clear();
   (void)co_await call;
 }

@@ -76,8 +76,8 @@ struct add_or_fail {
 task<std::vector<global_ref<sink>>> sinks(int which) {
   std::vector<global_ref<sink>> refs;
   for (place_id p = 0; p < apgas::places(); ++p)
-    refs.push_back(co_await apgas::at(p, [](int w) { return global_ref<sink>(g_sinks[w]); },
-                                      which));
+    refs.push_back(co_await apgas::at(
+        p, [](int w) { return global_ref<sink>(g_sinks[w]); }, which));
   co_return refs;
 }
 
@@ -90,9 +90,12 @@ struct totals {
 task<totals> collect(int which) {
   totals t;
   for (place_id p = 0; p < apgas::places(); ++p) {
-    const auto got = co_await apgas::at(p, [](int w) {
-      return std::pair{g_sinks[w].count.exchange(0), g_sinks[w].sum.exchange(0)};
-    }, which);
+    const auto got = co_await apgas::at(
+        p,
+        [](int w) {
+          return std::pair{g_sinks[w].count.exchange(0), g_sinks[w].sum.exchange(0)};
+        },
+        which);
     t.count += got.first;
     t.sum += got.second;
   }
@@ -113,8 +116,8 @@ struct send_round_robin {
 std::uint64_t sum_to(std::uint64_t n) { return n * (n + 1) / 2; }
 
 TEST(aggregator, every_update_runs_once_whatever_the_buffer_size) {
-  for (const std::size_t bytes : {std::size_t{1}, std::size_t{64}, std::size_t{8192},
-                                  std::size_t{1} << 20}) {
+  for (const std::size_t bytes :
+       {std::size_t{1}, std::size_t{64}, std::size_t{8192}, std::size_t{1} << 20}) {
     const totals t = g_rt->run([bytes]() -> task<totals> {
       const auto refs = co_await sinks(0);
       co_await finish([&]() -> task<> {

@@ -26,8 +26,7 @@ static_assert(sizeof(message_counts) == k_fields * sizeof(std::uint64_t), "count
 /// leaves out or mixes up shows.
 message_counts distinct(std::uint64_t base) {
   std::array<std::uint64_t, k_fields> values{};
-  for (std::size_t i = 0; i < k_fields; ++i)
-    values[i] = base + i;
+  for (std::size_t i = 0; i < k_fields; ++i) values[i] = base + i;
   return std::bit_cast<message_counts>(values);
 }
 
@@ -38,8 +37,7 @@ TEST(message_counts, sum_and_difference_take_every_field) {
   sum += b;
   const message_counts expected_sum = [] {
     std::array<std::uint64_t, k_fields> values{};
-    for (std::size_t i = 0; i < k_fields; ++i)
-      values[i] = 7100 + 2 * i;
+    for (std::size_t i = 0; i < k_fields; ++i) values[i] = 7100 + 2 * i;
     return std::bit_cast<message_counts>(values);
   }();
   EXPECT_EQ(sum, expected_sum);
@@ -57,8 +55,7 @@ TEST(message_counts, remote_asyncs_show_in_the_sum_over_places) {
     const message_counts before = co_await apgas::total_message_counts();
     co_await apgas::finish([]() -> task<> {
       for (place_id p = 0; p < apgas::places(); ++p) {
-        if (p == apgas::here())
-          continue;
+        if (p == apgas::here()) continue;
         for (std::uint64_t i = 0; i < k_per_place; ++i)
           co_await apgas::async_at(
               p, [](std::uint64_t) {}, i);
@@ -113,8 +110,7 @@ int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
   apgas::runtime rt(argc, argv);
   g_rt = &rt;
-  if (rt.here() != 0)
-    GTEST_FLAG_SET(brief, true); // the other places print only failures
+  if (rt.here() != 0) GTEST_FLAG_SET(brief, true); // the other places print only failures
   const int failed = RUN_ALL_TESTS();
   g_rt = nullptr;
   return failed;

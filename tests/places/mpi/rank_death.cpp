@@ -22,13 +22,13 @@ namespace {
 using apgas::task;
 
 constexpr std::string_view k_modes[] = {
-    "kill-in-at",        // SIGKILL inside an `at` body, while the caller waits for its value
-    "kill-in-async",     // SIGKILL inside an async_at, while its finish waits for the report
-    "kill-in-stream",    // SIGKILL after 1,000 of a stream of 200,000 asyncs sent to it
-    "exit-in-at",        // _Exit(3) inside an `at` body: gone without MPI_Finalize
-    "abort-in-at",       // std::abort() inside an `at` body (SIGABRT, as a failed assert)
-    "kill-at-shutdown",  // SIGKILL when the run has ended, before the runtime shuts down
-    "kill-place-0",      // place 0 (the main activity) SIGKILLs itself; the others serve
+    "kill-in-at",       // SIGKILL inside an `at` body, while the caller waits for its value
+    "kill-in-async",    // SIGKILL inside an async_at, while its finish waits for the report
+    "kill-in-stream",   // SIGKILL after 1,000 of a stream of 200,000 asyncs sent to it
+    "exit-in-at",       // _Exit(3) inside an `at` body: gone without MPI_Finalize
+    "abort-in-at",      // std::abort() inside an `at` body (SIGABRT, as a failed assert)
+    "kill-at-shutdown", // SIGKILL when the run has ended, before the runtime shuts down
+    "kill-place-0",     // place 0 (the main activity) SIGKILLs itself; the others serve
 };
 
 [[noreturn]] void die(const char* how) {
@@ -45,15 +45,23 @@ std::atomic<long> g_received{0};
 task<> run(std::string_view mode) {
   const apgas::place_id victim = apgas::places() - 1;
   if (mode == "kill-in-at") {
-    co_await apgas::at(victim, [] { die("kill"); return 0; });
-  } else if (mode == "exit-in-at") {
-    co_await apgas::at(victim, [] { die("exit"); return 0; });
-  } else if (mode == "abort-in-at") {
-    co_await apgas::at(victim, [] { die("abort"); return 0; });
-  } else if (mode == "kill-in-async") {
-    co_await apgas::finish([victim]() -> task<> {
-      co_await apgas::async_at(victim, [] { die("kill"); });
+    co_await apgas::at(victim, [] {
+      die("kill");
+      return 0;
     });
+  } else if (mode == "exit-in-at") {
+    co_await apgas::at(victim, [] {
+      die("exit");
+      return 0;
+    });
+  } else if (mode == "abort-in-at") {
+    co_await apgas::at(victim, [] {
+      die("abort");
+      return 0;
+    });
+  } else if (mode == "kill-in-async") {
+    co_await apgas::finish(
+        [victim]() -> task<> { co_await apgas::async_at(victim, [] { die("kill"); }); });
   } else if (mode == "kill-in-stream") {
     co_await apgas::finish([victim]() -> task<> {
       for (int i = 0; i < 200'000; ++i)

@@ -87,10 +87,8 @@ std::int64_t now_ns() {
 void poll_until(transport& t, const std::function<bool()>& done, const char* what) {
   const auto deadline = clock_type::now() + k_timeout;
   while (!done()) {
-    if (t.poll() == 0)
-      std::this_thread::yield();
-    if (clock_type::now() > deadline)
-      give_up(t.here(), what);
+    if (t.poll() == 0) std::this_thread::yield();
+    if (clock_type::now() > deadline) give_up(t.here(), what);
   }
 }
 
@@ -121,24 +119,18 @@ struct test_state {
   int delivered_inside_barrier = 0;
 
   void fail(const std::string& what) {
-    if (++failures <= 10)
-      std::fprintf(stderr, "rank %u: FAIL: %s\n", here, what.c_str());
+    if (++failures <= 10) std::fprintf(stderr, "rank %u: FAIL: %s\n", here, what.c_str());
   }
 
   void on_message(place_id from, std::span<const std::byte> m) {
     header h{};
-    if (m.size() < sizeof h)
-      return fail("short message from " + std::to_string(from));
+    if (m.size() < sizeof h) return fail("short message from " + std::to_string(from));
     std::memcpy(&h, m.data(), sizeof h);
-    if (h.source != from)
-      return fail("header names the wrong source");
-    if (h.phase == k_barrier_phase)
-      return on_entry(from, h, m.size());
-    if (h.phase >= phases.size())
-      return fail("unknown phase " + std::to_string(h.phase));
+    if (h.source != from) return fail("header names the wrong source");
+    if (h.phase == k_barrier_phase) return on_entry(from, h, m.size());
+    if (h.phase >= phases.size()) return fail("unknown phase " + std::to_string(h.phase));
     data_phase& ph = phases[h.phase];
-    if (h.thread >= ph.threads)
-      return fail("bad thread from " + std::to_string(from));
+    if (h.thread >= ph.threads) return fail("bad thread from " + std::to_string(from));
     std::uint64_t& expected = ph.next[std::size_t{from} * ph.threads + h.thread];
     if (h.seq != expected)
       return fail("order: phase " + std::to_string(h.phase) + " from " + std::to_string(from) +
@@ -155,11 +147,9 @@ struct test_state {
   }
 
   void on_entry(place_id from, const header& h, std::size_t size) {
-    if (size != sizeof h || h.seq >= rounds.size())
-      return fail("bad barrier message");
+    if (size != sizeof h || h.seq >= rounds.size()) return fail("bad barrier message");
     entry& e = rounds[h.seq][from];
-    if (e.seen)
-      return fail("duplicate barrier message");
+    if (e.seen) return fail("duplicate barrier message");
     e = entry{static_cast<std::int64_t>(h.value), h.host, true};
     delivered_inside_barrier += inside_barrier ? 1 : 0;
   }
@@ -188,29 +178,22 @@ void exchange(transport& t, test_state& s, std::uint32_t phase, bool flush_at_en
       const header h{me, phase, thread, 0, seq, checksum(me, seq, size), 0};
       buffer.resize(sizeof h + size);
       std::memcpy(buffer.data(), &h, sizeof h);
-      for (std::size_t i = 0; i < size; ++i)
-        buffer[sizeof h + i] = pattern(seq, i);
-      for (place_id k = 0; k < p; ++k)
-        t.send((me + k) % p, buffer);
-      if (seq % 128 == 0)
-        t.poll(); // from several threads: only one gets the poll lock
+      for (std::size_t i = 0; i < size; ++i) buffer[sizeof h + i] = pattern(seq, i);
+      for (place_id k = 0; k < p; ++k) t.send((me + k) % p, buffer);
+      if (seq % 128 == 0) t.poll(); // from several threads: only one gets the poll lock
     }
   };
   std::vector<std::thread> helpers;
-  for (std::uint32_t th = 1; th < ph.threads; ++th)
-    helpers.emplace_back(send_share, th);
+  for (std::uint32_t th = 1; th < ph.threads; ++th) helpers.emplace_back(send_share, th);
   send_share(0);
-  for (std::thread& h : helpers)
-    h.join();
-  if (flush_at_end)
-    t.flush();
+  for (std::thread& h : helpers) h.join();
+  if (flush_at_end) t.flush();
   const std::uint64_t expected = ph.count * p * ph.threads;
   poll_until(
       t, [&] { return s.phases[phase].received == expected; }, "all-to-all messages");
   t.barrier();
   for (std::size_t i = 0; i < ph.next.size(); ++i)
-    if (ph.next[i] != ph.count)
-      s.fail("missing messages from " + std::to_string(i / ph.threads));
+    if (ph.next[i] != ph.count) s.fail("missing messages from " + std::to_string(i / ph.threads));
 }
 
 /// Barrier rounds: rank r enters round k late by (r + k) % p milliseconds, announces its entry
@@ -224,8 +207,7 @@ int barriers(transport& t, test_state& s) {
     // Ranks enter each round at different moments (the barrier must hold them all anyway).
     const auto enter_at =
         std::chrono::steady_clock::now() + std::chrono::milliseconds((me + r) % p);
-    while (std::chrono::steady_clock::now() < enter_at)
-      std::this_thread::yield();
+    while (std::chrono::steady_clock::now() < enter_at) std::this_thread::yield();
     const header h{me, k_barrier_phase, 0, 0, r, static_cast<std::uint64_t>(now_ns()), host};
     for (place_id k = 0; k < p; ++k)
       t.send(k, std::span(reinterpret_cast<const std::byte*>(&h), sizeof h));
@@ -276,12 +258,9 @@ int run() {
       after_single.mpi_messages_sent == 0
           ? 0.0
           : static_cast<double>(remote) / static_cast<double>(after_single.mpi_messages_sent);
-  if (after_single.logical_messages_sent != k_messages * p)
-    s.fail("logical sent count");
-  if (p > 1 && ratio <= 10.0)
-    s.fail("coalescing ratio " + std::to_string(ratio) + " <= 10");
-  if (p == 1 && after_single.mpi_messages_sent != 0)
-    s.fail("loopback used MPI");
+  if (after_single.logical_messages_sent != k_messages * p) s.fail("logical sent count");
+  if (p > 1 && ratio <= 10.0) s.fail("coalescing ratio " + std::to_string(ratio) + " <= 10");
+  if (p == 1 && after_single.mpi_messages_sent != 0) s.fail("loopback used MPI");
 
   // 1b. Three threads per rank send at once (the network lock serialises MPI).
   exchange(*t, s, threaded, /*flush_at_end=*/true);
@@ -329,8 +308,7 @@ int run() {
   w->set_handler([&s](place_id from, std::span<const std::byte> m) { s.on_message(from, m); });
   exchange(*w, s, pressed, /*flush_at_end=*/true);
   const transport_stats pressed_stats = w->stats();
-  if (pressed_stats.backpressure_waits == 0)
-    s.fail("back-pressure never engaged");
+  if (pressed_stats.backpressure_waits == 0) s.fail("back-pressure never engaged");
   w.reset();
 
   // 5. Without coalescing every send is an MPI_Isend, and three threads seal them faster than
@@ -366,18 +344,15 @@ int run() {
     std::vector<std::uint64_t> next(p, 0);
     f->set_handler([&](place_id from, std::span<const std::byte> m) {
       std::uint64_t seq = ~std::uint64_t{0};
-      if (m.size() >= sizeof seq)
-        std::memcpy(&seq, m.data(), sizeof seq);
-      if (seq != next[from])
-        s.fail("framed message out of order");
+      if (m.size() >= sizeof seq) std::memcpy(&seq, m.data(), sizeof seq);
+      if (seq != next[from]) s.fail("framed message out of order");
       next[from] = seq + 1;
       ++framed_received;
     });
     std::vector<std::byte> framed;
     for (std::uint64_t i = 0; i < k_framed; ++i) {
       for (place_id to = 0; to < p; ++to) {
-        if (to == s.here)
-          continue;
+        if (to == s.here) continue;
         const std::size_t body = i % 50 == 49 ? 100 * 1000 : 16;
         framed.assign(k_frame_header + body, std::byte{0x5a});
         std::memcpy(framed.data() + k_frame_header, &i, sizeof i);

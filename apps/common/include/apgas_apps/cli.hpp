@@ -74,7 +74,8 @@ struct report {
 
 /// @brief Parses a whole number (or, for floating T, a finite number) in [lo, hi].
 /// @throws apgas::usage_error naming `what` and the accepted range.
-template <class T> T parse_number(std::string_view what, std::string_view text, T lo, T hi);
+template <class T>
+T parse_number(std::string_view what, std::string_view text, T lo, T hi);
 
 namespace detail {
 /// The index of `text` in `names`. @throws apgas::usage_error naming `what` and the choices.
@@ -143,12 +144,14 @@ private:
 
 /// @brief Hides `v` from the optimiser, so that calls to pure functions (fib_seq, ...) are
 /// neither folded nor hoisted out of a timed loop.
-template <class T> inline void opaque(T& v) {
+template <class T>
+inline void opaque(T& v) {
   asm volatile("" : "+m"(v) : : "memory");
 }
 
 /// @brief Wall-clock seconds `f()` takes.
-template <class F> double seconds_of(F&& f) {
+template <class F>
+double seconds_of(F&& f) {
   const auto start = std::chrono::steady_clock::now();
   f();
   const std::chrono::duration<double> d = std::chrono::steady_clock::now() - start;
@@ -156,10 +159,10 @@ template <class F> double seconds_of(F&& f) {
 }
 
 /// @brief The best of `repeat` timed calls of `f()`.
-template <class F> double best_seconds(int repeat, F&& f) {
+template <class F>
+double best_seconds(int repeat, F&& f) {
   double best = std::numeric_limits<double>::infinity();
-  for (int i = 0; i < repeat; ++i)
-    best = std::min(best, seconds_of(f));
+  for (int i = 0; i < repeat; ++i) best = std::min(best, seconds_of(f));
   return best;
 }
 
@@ -173,11 +176,10 @@ namespace detail {
 [[noreturn]] void throw_bad_number(std::string_view what, std::string_view text, bool whole,
                                    const std::string& lo, const std::string& hi);
 std::string number_text(double v);
-template <class T> std::string number_text(T v) {
-  if constexpr (std::is_integral_v<T>)
-    return std::to_string(v);
-  else
-    return number_text(static_cast<double>(v));
+template <class T>
+std::string number_text(T v) {
+  if constexpr (std::is_integral_v<T>) return std::to_string(v);
+  else return number_text(static_cast<double>(v));
 }
 std::string seq_mismatch(std::string_view title, const std::string& result,
                          std::string_view seq_name, const std::string& value);
@@ -197,8 +199,7 @@ auto run_seq_and_compare(report& r, const common_flags& flags, const R& result,
                          std::string_view seq_name, Seq seq, In input, Same same = {})
     -> std::optional<std::invoke_result_t<Seq&, In&>> {
   using value_type = std::invoke_result_t<Seq&, In&>;
-  if (!flags.run_seq)
-    return std::nullopt;
+  if (!flags.run_seq) return std::nullopt;
   value_type value{};
   r.seq_seconds = best_seconds(flags.repeat, [&] {
     In in = input;
@@ -213,14 +214,14 @@ auto run_seq_and_compare(report& r, const common_flags& flags, const R& result,
   return value;
 }
 
-template <class T> T parse_number(std::string_view what, std::string_view text, T lo, T hi) {
+template <class T>
+T parse_number(std::string_view what, std::string_view text, T lo, T hi) {
   static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>);
   T v{};
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, v);
   bool ok = !text.empty() && ec == std::errc{} && ptr == end && !(v < lo) && !(hi < v);
-  if constexpr (std::is_floating_point_v<T>)
-    ok = ok && std::isfinite(v);
+  if constexpr (std::is_floating_point_v<T>) ok = ok && std::isfinite(v);
   if (!ok) {
     detail::throw_bad_number(what, text, std::is_integral_v<T>, detail::number_text(lo),
                              detail::number_text(hi));

@@ -23,8 +23,7 @@ public:
   json_value(const std::string& s) : json_value(std::string_view(s)) {}
   json_value(std::string_view s) : m_json(json_quote(s)), m_text(s) {}
   template <std::integral I>
-    requires(!std::same_as<I, bool>)
-  json_value(I v) : m_json(std::to_string(v)), m_text(m_json) {}
+  requires(!std::same_as<I, bool>) json_value(I v) : m_json(std::to_string(v)), m_text(m_json) {}
   /// Shortest text that reads back exactly; NaN and infinities become null.
   json_value(double v);
   /// @brief A JSON array of strings.

@@ -38,8 +38,7 @@ inline apgas::task<> loop_body(std::uint32_t* out, std::uint64_t i, loop_frames*
 
 /// @brief The loop, with the run's default policy; `frames` (optional) measures the unstarted
 /// children it holds.
-inline apgas::task<> flat_loop(std::uint32_t* out, std::uint64_t n,
-                               loop_frames* frames = nullptr) {
+inline apgas::task<> flat_loop(std::uint32_t* out, std::uint64_t n, loop_frames* frames = nullptr) {
   co_await apgas::finish([out, n, frames]() -> apgas::task<> {
     for (std::uint64_t i = 0; i < n; ++i) {
       if (frames != nullptr) // relaxed: see loop_body

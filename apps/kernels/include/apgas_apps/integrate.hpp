@@ -37,7 +37,7 @@ struct integrate_step {
 };
 
 [[gnu::noinline]] inline double integrate_seq_rec(double l, double fl, double r, double fr,
-                                                   double area) {
+                                                  double area) {
   const integrate_step s(l, fl, r, fr);
   if (converged(l, s.c, r, s.both(), area)) return s.both();
   return integrate_seq_rec(s.c, s.fc, r, fr, s.right_area) +
@@ -57,9 +57,9 @@ inline apgas::task<double> integrate_rec(double l, double fl, double r, double f
   if (r - l < cutoff_width) co_return integrate_seq_rec(l, fl, r, fr, area);
   const integrate_step s(l, fl, r, fr);
   if (converged(l, s.c, r, s.both(), area)) co_return s.both();
-  auto [right, left] = co_await apgas::finish_all(
-      integrate_rec(s.c, s.fc, r, fr, s.right_area, cutoff_width),
-      integrate_rec(l, fl, s.c, s.fc, s.left_area, cutoff_width));
+  auto [right, left] =
+      co_await apgas::finish_all(integrate_rec(s.c, s.fc, r, fr, s.right_area, cutoff_width),
+                                 integrate_rec(l, fl, s.c, s.fc, s.left_area, cutoff_width));
   co_return right + left;
 }
 

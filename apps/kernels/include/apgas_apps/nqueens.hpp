@@ -22,8 +22,7 @@ struct nqueens_board {
 inline bool nqueens_safe(const nqueens_board& b, int row, int col) {
   for (int r = 0; r < row; ++r) {
     const int c = b.column[static_cast<std::size_t>(r)];
-    if (c == col || c - col == row - r || col - c == row - r)
-      return false;
+    if (c == col || c - col == row - r || col - c == row - r) return false;
   }
   return true;
 }
@@ -35,12 +34,10 @@ inline bool nqueens_safe(const nqueens_board& b, int row, int col) {
 /// only at run time. The reference would then run faster code than every parallel version's
 /// leaves, and "1 worker against sequential" would measure the compiler instead of the runtime.
 [[gnu::noinline, gnu::noclone]] inline long nqueens_seq_rec(nqueens_board& b, int n, int row) {
-  if (row == n)
-    return 1;
+  if (row == n) return 1;
   long count = 0;
   for (int col = 0; col < n; ++col) {
-    if (!nqueens_safe(b, row, col))
-      continue;
+    if (!nqueens_safe(b, row, col)) continue;
     b.column[static_cast<std::size_t>(row)] = static_cast<std::int8_t>(col);
     count += nqueens_seq_rec(b, n, row + 1);
   }
@@ -63,15 +60,12 @@ inline long nqueens_known(int n) {
 }
 
 inline apgas::task<long> nqueens_rec(nqueens_board b, int n, int row, int cutoff_depth) {
-  if (row == n)
-    co_return 1;
-  if (row >= cutoff_depth)
-    co_return nqueens_seq_rec(b, n, row);
+  if (row == n) co_return 1;
+  if (row >= cutoff_depth) co_return nqueens_seq_rec(b, n, row);
   std::array<long, k_nqueens_max> counts{};
   co_await apgas::finish([&]() -> apgas::task<> {
     for (int col = 0; col < n; ++col) {
-      if (!nqueens_safe(b, row, col))
-        continue;
+      if (!nqueens_safe(b, row, col)) continue;
       nqueens_board child = b;
       child.column[static_cast<std::size_t>(row)] = static_cast<std::int8_t>(col);
       co_await apgas::async(nqueens_rec(child, n, row + 1, cutoff_depth),
@@ -79,8 +73,7 @@ inline apgas::task<long> nqueens_rec(nqueens_board b, int n, int row, int cutoff
     }
   });
   long total = 0;
-  for (long c : counts)
-    total += c;
+  for (long c : counts) total += c;
   co_return total;
 }
 

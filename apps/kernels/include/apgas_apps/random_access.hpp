@@ -9,6 +9,8 @@
 
 #include <apgas/apgas.hpp>
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -19,8 +21,6 @@
 #include <new>
 #include <type_traits>
 #include <vector>
-
-#include <sys/mman.h>
 
 namespace apgas_apps {
 
@@ -64,12 +64,9 @@ inline std::uint64_t hpcc_next(std::uint64_t ran) {
 /// hpcc_starts(n + 1) = hpcc_next(hpcc_starts(n)), in O(log n) 64x64 GF(2) steps, so that
 /// every place (and every chunk) can start its part of the stream without running the rest.
 inline std::uint64_t hpcc_starts(std::int64_t n) {
-  while (n < 0)
-    n += k_hpcc_period;
-  while (n > k_hpcc_period)
-    n -= k_hpcc_period;
-  if (n == 0)
-    return 0x1;
+  while (n < 0) n += k_hpcc_period;
+  while (n > k_hpcc_period) n -= k_hpcc_period;
+  if (n == 0) return 0x1;
   std::uint64_t m2[64];
   std::uint64_t temp = 0x1;
   for (auto& m : m2) { // m2[i] = x^(2i): the squares used by the doubling below
@@ -78,18 +75,15 @@ inline std::uint64_t hpcc_starts(std::int64_t n) {
   }
   int i = 62;
   for (; i >= 0; --i)
-    if ((n >> i) & 1)
-      break;
+    if ((n >> i) & 1) break;
   std::uint64_t ran = 0x2;
   while (i > 0) {
     temp = 0;
     for (int j = 0; j < 64; ++j)
-      if ((ran >> j) & 1)
-        temp ^= m2[j];
+      if ((ran >> j) & 1) temp ^= m2[j];
     ran = temp;
     i -= 1;
-    if ((n >> i) & 1)
-      ran = hpcc_next(ran);
+    if ((n >> i) & 1) ran = hpcc_next(ran);
   }
   return ran;
 }
@@ -149,8 +143,8 @@ inline unsigned ra_counter_slot() {
 /// read-modify-write waits for its cache miss before the next update's load may start, which
 /// makes a stream of misses one at a time instead of several at once.
 struct ra_block {
-  std::uint64_t base = 0;           ///< global index of words[0]
-  std::uint64_t mask = 0;           ///< table size - 1
+  std::uint64_t base = 0; ///< global index of words[0]
+  std::uint64_t mask = 0; ///< table size - 1
   /// words[i] starts as base + i (HPCC's initial table)
   std::vector<std::uint64_t, huge_page_allocator<std::uint64_t>> words;
   /// Updates applied here: slot i by thread i alone (plain increments), the last by the
@@ -162,8 +156,7 @@ struct ra_block {
     base = l.first(here);
     mask = l.mask();
     words.resize(l.words_at(here));
-    for (std::size_t i = 0; i < words.size(); ++i)
-      words[i] = base + i;
+    for (std::size_t i = 0; i < words.size(); ++i) words[i] = base + i;
     applied.assign(k_ra_counter_slots + 1, ra_counter{});
     single_worker = workers == 1;
   }
@@ -173,8 +166,7 @@ struct ra_block {
     std::atomic_ref<std::uint64_t> word(words[(ran & mask) - base]);
     if (single_worker)
       word.store(word.load(std::memory_order_relaxed) ^ ran, std::memory_order_relaxed);
-    else
-      word.fetch_xor(ran, std::memory_order_relaxed);
+    else word.fetch_xor(ran, std::memory_order_relaxed);
   }
   /// Counts n updates applied by this thread.
   void count_applied(std::uint64_t n) {
@@ -182,8 +174,8 @@ struct ra_block {
     std::atomic_ref<std::uint64_t> c(applied[slot].value);
     // relaxed: a figure read after the update phase's finish. A plain increment where the
     // slot is this thread's alone.
-    if (slot < k_ra_counter_slots) c.store(c.load(std::memory_order_relaxed) + n,
-                                          std::memory_order_relaxed);
+    if (slot < k_ra_counter_slots)
+      c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     else c.fetch_add(n, std::memory_order_relaxed);
   }
   /// One update, counted.
@@ -193,8 +185,7 @@ struct ra_block {
   }
   std::uint64_t applied_total() const {
     std::uint64_t sum = 0;
-    for (const ra_counter& c : applied)
-      sum += c.value;
+    for (const ra_counter& c : applied) sum += c.value;
     return sum;
   }
 };
@@ -252,10 +243,8 @@ inline apgas::task<> ra_generate(ra_refs refs, ra_layout l, std::uint64_t first,
   for (std::uint64_t i = 0; i < count; ++i) {
     ran = hpcc_next(ran);
     const apgas::place_id owner = l.owner(ran & mask);
-    if (owner == me)
-      mine.apply(ran);
-    else
-      co_await apgas::async_at(owner, ra_update{}, refs[owner], ran); // never suspends
+    if (owner == me) mine.apply(ran);
+    else co_await apgas::async_at(owner, ra_update{}, refs[owner], ran); // never suspends
   }
 }
 
@@ -290,15 +279,13 @@ inline void ra_generate_into(ra_aggregator& agg, const ra_refs& refs, const ra_l
     for (std::size_t i = 0; i < n; ++i) {
       ran = hpcc_next(ran);
       const std::uint64_t index = ran & mask;
-      const auto owner =
-          static_cast<apgas::place_id>(shift >= 0 ? index >> shift : index / block);
+      const auto owner = static_cast<apgas::place_id>(shift >= 0 ? index >> shift : index / block);
       if (owner == me) {
         std::atomic_ref<std::uint64_t> word(words[index - base]);
         // relaxed: as ra_block::xor_word.
         if (single_worker)
           word.store(word.load(std::memory_order_relaxed) ^ ran, std::memory_order_relaxed);
-        else
-          word.fetch_xor(ran, std::memory_order_relaxed);
+        else word.fetch_xor(ran, std::memory_order_relaxed);
       } else {
         remote[set_aside++] = ran;
       }
@@ -306,8 +293,7 @@ inline void ra_generate_into(ra_aggregator& agg, const ra_refs& refs, const ra_l
     kept += n - set_aside;
     for (std::size_t i = 0; i < set_aside; ++i) {
       const std::uint64_t index = remote[i] & mask;
-      const auto owner =
-          static_cast<apgas::place_id>(shift >= 0 ? index >> shift : index / block);
+      const auto owner = static_cast<apgas::place_id>(shift >= 0 ? index >> shift : index / block);
       agg.push(targets[owner], remote[i]);
     }
   }
@@ -339,8 +325,7 @@ struct ra_generate_share {
       const std::uint64_t n = std::min(k_ra_chunk, end - at);
       if (how == ra_send::aggregated)
         co_await apgas::async(ra_generate_aggregated(refs, l, at, n, bytes_per_place));
-      else
-        co_await apgas::async(ra_generate(refs, l, at, n));
+      else co_await apgas::async(ra_generate(refs, l, at, n));
     }
   }
 };
@@ -364,13 +349,11 @@ inline ra_check ra_check_block(ra_block& b, const ra_layout& l, std::uint64_t to
   for (std::uint64_t i = 0; i < total; ++i) {
     ran = hpcc_next(ran);
     const std::uint64_t index = ran & mask;
-    if (index < b.base || index >= end)
-      continue;
+    if (index < b.base || index >= end) continue;
     b.words[index - b.base] ^= ran;
     ++c.expected;
   }
-  for (std::size_t i = 0; i < b.words.size(); ++i)
-    c.errors += b.words[i] != b.base + i;
+  for (std::size_t i = 0; i < b.words.size(); ++i) c.errors += b.words[i] != b.base + i;
   return c;
 }
 
@@ -410,9 +393,10 @@ struct ra_outcome {
 /// returning task<>, is awaited at place 0 just before ("start") and after ("end") the timed
 /// phase (to snapshot message counters, say).
 template <class Between>
-apgas::task<ra_outcome> ra_run(std::uint32_t log_size, std::uint64_t total, Between between,
-                               ra_send how = ra_send::aggregated,
-                               std::size_t bytes_per_place = ra_aggregator::k_default_bytes_per_place) {
+apgas::task<ra_outcome>
+ra_run(std::uint32_t log_size, std::uint64_t total, Between between,
+       ra_send how = ra_send::aggregated,
+       std::size_t bytes_per_place = ra_aggregator::k_default_bytes_per_place) {
   const apgas::place_id n = apgas::places();
   const ra_layout l = ra_layout::make(log_size, n);
   const ra_table table = co_await ra_table::make([](apgas::place_id) { return ra_block{}; });
@@ -457,8 +441,7 @@ inline std::uint64_t ra_seq(std::uint32_t log_size, std::uint64_t total, double&
   const std::uint64_t size = std::uint64_t{1} << log_size;
   const std::uint64_t mask = size - 1;
   std::vector<std::uint64_t> table(size);
-  for (std::uint64_t i = 0; i < size; ++i)
-    table[i] = i;
+  for (std::uint64_t i = 0; i < size; ++i) table[i] = i;
   const auto pass = [&] {
     std::uint64_t ran = 1;
     for (std::uint64_t i = 0; i < total; ++i) {
@@ -471,8 +454,7 @@ inline std::uint64_t ra_seq(std::uint32_t log_size, std::uint64_t total, double&
   seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   pass();
   std::uint64_t errors = 0;
-  for (std::uint64_t i = 0; i < size; ++i)
-    errors += table[i] != i;
+  for (std::uint64_t i = 0; i < size; ++i) errors += table[i] != i;
   return errors;
 }
 

@@ -69,8 +69,7 @@ inline void reset_parents(std::span<vertex_id> parent) {
     const vertex_id v = stack.back();
     stack.pop_back();
     for (const vertex_id w : g.neighbours(v)) {
-      if (parent[w] != k_unvisited)
-        continue;
+      if (parent[w] != k_unvisited) continue;
       parent[w] = v;
       stack.push_back(w);
     }
@@ -124,8 +123,7 @@ public:
     std::lock_guard lock(m_mutex); // against a thread registering (not expected here)
     for (auto& list : m_lists) {
       for (auto& c : *list)
-        if (c->m_size != 0)
-          out.push_back(std::move(c));
+        if (c->m_size != 0) out.push_back(std::move(c));
       list->clear();
     }
     return out;
@@ -147,8 +145,7 @@ private:
 
   chunk_list& local_list() {
     thread_cache& c = cache();
-    if (c.m_owner == m_id)
-      return *c.m_list;
+    if (c.m_owner == m_id) return *c.m_list;
     // First push of this thread into this accumulator (or it used another one since: then it
     // just gets a fresh list; the old one stays registered, so nothing is lost).
     std::lock_guard lock(m_mutex);
@@ -185,8 +182,7 @@ inline bool try_claim(vertex_id* parent, vertex_id w, vertex_id v) noexcept {
   // CAS's atomicity alone picks the one winner; parent[w] publishes nothing else (the graph
   // was built before the run started, and the traversal's results are read after its finish,
   // which orders them).
-  if (slot.load(std::memory_order_relaxed) != k_unvisited)
-    return false;
+  if (slot.load(std::memory_order_relaxed) != k_unvisited) return false;
   vertex_id expected = k_unvisited;
   return slot.compare_exchange_strong(expected, v, std::memory_order_relaxed,
                                       std::memory_order_relaxed);
@@ -196,8 +192,7 @@ inline bool try_claim(vertex_id* parent, vertex_id w, vertex_id v) noexcept {
 /// saves them for the next stage.
 inline void visit_last(const traversal& t, vertex_id v) {
   for (const vertex_id w : t.m_graph.neighbours(v))
-    if (try_claim(t.m_parent, w, v))
-      t.m_overflow.push(w);
+    if (try_claim(t.m_parent, w, v)) t.m_overflow.push(w);
 }
 
 /// @brief Expands v (already claimed) and the subtree it wins, down to `budget` levels: each
@@ -214,20 +209,17 @@ inline apgas::task<> visit(const traversal& t, vertex_id v, unsigned budget) {
   for (;;) {
     vertex_id next = k_unvisited; // claimed, not expanded yet
     for (const vertex_id w : t.m_graph.neighbours(v)) {
-      if (!try_claim(t.m_parent, w, v))
-        continue;
+      if (!try_claim(t.m_parent, w, v)) continue;
       if (budget == 0) {
         t.m_overflow.push(w);
       } else if (budget == 1) {
         visit_last(t, w); // a few claims: not worth an activity
       } else {
-        if (next != k_unvisited)
-          co_await apgas::async(visit(t, next, budget - 1));
+        if (next != k_unvisited) co_await apgas::async(visit(t, next, budget - 1));
         next = w;
       }
     }
-    if (next == k_unvisited)
-      co_return;
+    if (next == k_unvisited) co_return;
     v = next;
     --budget;
   }
@@ -245,8 +237,7 @@ inline apgas::task<> visit_range(const traversal& t, const vertex_id* vs, std::s
     vs += half;
     n -= half;
   }
-  for (std::size_t i = 0; i < n; ++i)
-    co_await visit(t, vs[i], t.m_depth_limit);
+  for (std::size_t i = 0; i < n; ++i) co_await visit(t, vs[i], t.m_depth_limit);
 }
 
 /// @brief Expands the vertices of chunks[0, n): the array of chunks is split in halves, then
@@ -259,8 +250,7 @@ inline apgas::task<> visit_chunks(const traversal& t, const std::unique_ptr<vert
     chunks += half;
     n -= half;
   }
-  if (n == 1)
-    co_await visit_range(t, chunks[0]->m_items.data(), chunks[0]->m_size);
+  if (n == 1) co_await visit_range(t, chunks[0]->m_items.data(), chunks[0]->m_size);
 }
 
 } // namespace spanning_tree_detail
@@ -282,11 +272,9 @@ spanning_tree(const csr_graph& g, vertex_id root, std::span<vertex_id> parent,
   for (;;) {
     // The list-to-array step of the paper: the stage iterates over an array of chunks.
     chunk_list stage = overflow.take_all();
-    if (stage.empty())
-      break;
+    if (stage.empty()) break;
     ++stats.stages;
-    for (const auto& c : stage)
-      stats.overflowed += c->m_size;
+    for (const auto& c : stage) stats.overflowed += c->m_size;
     co_await apgas::finish(
         [&]() -> apgas::task<> { co_await visit_chunks(t, stage.data(), stage.size()); });
   } // `stage` is freed here: its vertices have all been expanded
@@ -312,18 +300,13 @@ inline spanning_tree_check check_spanning_tree(const csr_graph& g, vertex_id roo
     r.error = std::move(why);
     return r;
   };
-  if (parent.size() != n)
-    return fail("parent array has the wrong size");
-  if (root >= n)
-    return fail("root out of range");
-  if (parent[root] != root)
-    return fail("the root is not its own parent");
+  if (parent.size() != n) return fail("parent array has the wrong size");
+  if (root >= n) return fail("root out of range");
+  if (parent[root] != root) return fail("the root is not its own parent");
   for (vertex_id v = 0; v < n; ++v) {
-    if (v == root)
-      continue;
+    if (v == root) continue;
     const vertex_id p = parent[v];
-    if (p == k_unvisited)
-      return fail("vertex " + std::to_string(v) + " has no parent");
+    if (p == k_unvisited) return fail("vertex " + std::to_string(v) + " has no parent");
     if (p >= n || p == v)
       return fail("vertex " + std::to_string(v) + " has invalid parent " + std::to_string(p));
     const auto nbrs = g.neighbours(v);
@@ -345,8 +328,7 @@ inline spanning_tree_check check_spanning_tree(const csr_graph& g, vertex_id roo
     }
     if (state[u] == on_path)
       return fail("the parent pointers from vertex " + std::to_string(v) + " form a cycle");
-    for (u = v; state[u] == on_path; u = parent[u])
-      state[u] = rooted;
+    for (u = v; state[u] == on_path; u = parent[u]) state[u] = rooted;
   }
   r.ok = true;
   return r;

@@ -214,7 +214,8 @@ struct finish_state {
     // whoever completes the finish; acquire the others' if we are the one who completes it
     // (and, for the hook, the remote part's opening, see open_remote_part).
     for (;;) {
-      if (count == k_remote_part + n) [[unlikely]] g_remote_hooks.home_quiet(*this);
+      if (count == k_remote_part + n) [[unlikely]]
+        g_remote_hooks.home_quiet(*this);
       if (m_count.compare_exchange_weak(count, count - n, std::memory_order_acq_rel,
                                         std::memory_order_acquire))
         return count == n;
@@ -237,7 +238,8 @@ struct finish_state {
   void add_exception(std::exception_ptr e) noexcept;
   /// @brief Called once, by whoever took the count to zero: what to run next.
   std::coroutine_handle<> on_complete() noexcept {
-    if (m_waiter != nullptr) [[likely]] return m_waiter->m_self;
+    if (m_waiter != nullptr) [[likely]]
+      return m_waiter->m_self;
     return complete_root();
   }
   /// @brief The destructor's rare part: frees the distributed state of a home finish and the
@@ -249,7 +251,8 @@ struct finish_state {
   /// @brief Throws multiple_exceptions if any were gathered (called by the waiter).
   [[gnu::always_inline]] void rethrow_if_failed() {
     // No lock needed: every activity has ended (their decrements released to our acquire).
-    if (m_exceptions) [[unlikely]] throw_gathered();
+    if (m_exceptions) [[unlikely]]
+      throw_gathered();
   }
 
 private:

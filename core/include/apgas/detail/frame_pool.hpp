@@ -62,7 +62,6 @@ public:
     ::operator delete(p);
   }
 
-
   /// @brief Bytes really allocated for a frame of `bytes` (its class size when pooled).
   static std::size_t block_size(std::size_t bytes) noexcept {
     const std::size_t c = class_of(bytes);

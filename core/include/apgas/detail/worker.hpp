@@ -48,13 +48,15 @@ struct published_counters {
 class worker {
 public:
   worker(scheduler& sched, unsigned index, idle_gate& gate) noexcept
-      : m_sched(&sched), m_gate(&gate), m_index(index), m_rng(0x9E3779B97F4A7C15ULL * (index + 1)) {}
+      : m_sched(&sched), m_gate(&gate), m_index(index), m_rng(0x9E3779B97F4A7C15ULL * (index + 1)) {
+  }
 
   /// @brief Owner only: makes an item stealable, waking a sleeper if the deque was empty.
   /// Every k_busy_poll_pushes pushes, also polls the place's network (see busy_poll).
   [[gnu::always_inline]] void push(deque_item item) {
     if (m_deque.push(item)) m_gate->notify_one();
-    if (--m_pushes_until_poll == 0) [[unlikely]] busy_poll();
+    if (--m_pushes_until_poll == 0) [[unlikely]]
+      busy_poll();
   }
 
   /// @brief Owner only: counts work that pushes no item (an aggregator's batch) as `pushes`
@@ -99,8 +101,8 @@ public:
   /// @brief Owner only: the end of a strand that did not join its parent implicitly nor
   /// hand its count over. `next` is what the owner popped (0 if nothing), `units` what the
   /// strand carried (see promise_base::m_role); returns what to resume.
-  std::coroutine_handle<> end_strand(finish_state* f, deque_item next,
-                                     bool was_work_first_child, std::uint32_t units) noexcept;
+  std::coroutine_handle<> end_strand(finish_state* f, deque_item next, bool was_work_first_child,
+                                     std::uint32_t units) noexcept;
 
   /// @brief Owner only: the running activity suspends until an external event (a reply from
   /// another place, a clock phase) resumes it, maybe on another worker. Whatever is at the
@@ -132,7 +134,8 @@ public:
     // The stack is measured every k_transfers_per_check transfers only: a countdown costs less
     // than the measure, and a stack that grows (no tail calls) grows by at most that many
     // frames between two checks, a few KiB against k_max_transfer_stack.
-    if (--m_transfers_until_check != 0) [[likely]] return next;
+    if (--m_transfers_until_check != 0) [[likely]]
+      return next;
     m_transfers_until_check = k_transfers_per_check;
     // The stack pointer, roughly: the address of a local. (__builtin_frame_address would make
     // every coroutine that transfers keep a frame pointer: two instructions and one register
@@ -156,11 +159,11 @@ public:
   static constexpr std::uintptr_t k_max_transfer_stack = 256 * 1024;
   static constexpr std::uint32_t k_transfers_per_check = 16;
 
-  ws_deque m_deque;             ///< owner pushes/pops, thieves steal
-  spin_lock m_steal_lock;       ///< held by a thief from its take until the take is counted
-  worker_counters m_counters;   ///< owner writes
+  ws_deque m_deque;               ///< owner pushes/pops, thieves steal
+  spin_lock m_steal_lock;         ///< held by a thief from its take until the take is counted
+  worker_counters m_counters;     ///< owner writes
   published_counters m_published; ///< owner stores copies of m_counters; anyone reads
-  frame_pool m_frames;          ///< owner only: coroutine frames freed on this worker
+  frame_pool m_frames;            ///< owner only: coroutine frames freed on this worker
 
 private:
   /// Out of line: polls the network (if any) from a busy worker; resets the countdown.
@@ -171,7 +174,7 @@ private:
   std::uint32_t m_pushes_until_poll = k_busy_poll_pushes; ///< owner only
   unsigned m_index;
   std::uint64_t m_rng;
-  std::uintptr_t m_stack_base = 0;        ///< owner only
+  std::uintptr_t m_stack_base = 0;                               ///< owner only
   std::uint32_t m_transfers_until_check = k_transfers_per_check; ///< owner only
   finish_state* m_deferred_end = nullptr; ///< owner only: the proxy of m_deferred_ends
   std::uint64_t m_deferred_ends = 0;      ///< owner only: its strands that ended, not yet applied
@@ -199,7 +202,7 @@ inline std::int64_t g_adaptive_bound = 64;
 /// unstarted children a worker holds, and work-first needs no space beyond the sequential
 /// run's per worker.
 [[gnu::always_inline]] inline bool adaptive_runs_child_first(const promise_base& parent,
-                                                            worker& w) noexcept {
+                                                             worker& w) noexcept {
   if (parent.m_role == promise_base::role::call || parent.m_parent != nullptr) return true;
   return w.m_deque.size_estimate() >= g_adaptive_bound;
 }
@@ -207,7 +210,7 @@ inline std::int64_t g_adaptive_bound = 64;
 /// @brief Starts `child` as an activity of the parent's current finish. Returns the frame to
 /// run now (the child under work-first, the parent under help-first).
 [[gnu::always_inline]] inline std::coroutine_handle<> spawn(promise_base& parent,
-                                                             promise_base& child) {
+                                                            promise_base& child) {
   finish_state* f = parent.m_finish;
   child.m_finish = f;
   child.m_role = promise_base::role::strand;
@@ -296,7 +299,8 @@ inline std::coroutine_handle<> finish_strand(promise_base& p, deque_item popped)
   const std::uint32_t units = p.strand_units();
   worker& w = *t_worker;
   p.m_self.destroy();
-  if (popped == k_not_popped) return w.transfer(f->on_complete()); // the last strand of a root finish
+  if (popped == k_not_popped)
+    return w.transfer(f->on_complete()); // the last strand of a root finish
   return w.transfer(w.end_strand(f, popped, was_work_first_child, units));
 }
 
