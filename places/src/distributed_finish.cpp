@@ -216,10 +216,7 @@ plain_arrivals& distributed_finish::gather_plain(const finish_id& id, place_id f
 
 void distributed_finish::arrive_failed(const finish_id& id, place_id from,
                                        std::exception_ptr error) {
-  flush_arrivals();
-  proxy& px = arrive(id, from);
-  px.fs.add_exception(std::move(error));
-  end_strands(px, 1);
+  run_arrived(id, from, [&] { std::rethrow_exception(error); });
 }
 
 void distributed_finish::flush_arrivals() noexcept {

@@ -153,7 +153,7 @@ public:
   /// and ended.
   template <class Run>
   void run_arrived(const finish_id& id, place_id from, Run&& run) {
-    flush_arrivals(); // the gathered ones are counted first, as for arrive_failed
+    flush_arrivals(); // the gathered ones are counted first
     proxy& px = arrive(id, from);
     try {
       run();

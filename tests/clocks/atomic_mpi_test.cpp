@@ -3,6 +3,7 @@
 // at) take part in them like local ones. Every place runs the same tests in the same order.
 #include <apgas/apgas.hpp>
 
+#include "../places_test_main.hpp"
 #include <gtest/gtest.h>
 
 #include <array>
@@ -163,12 +164,4 @@ TEST(atomic_places, producers_at_one_place_fill_a_bounded_buffer_at_another) {
 
 } // namespace
 
-int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  apgas::runtime rt(argc, argv);
-  g_rt = &rt;
-  if (rt.here() != 0) GTEST_FLAG_SET(brief, true); // the other places print only failures
-  const int failed = RUN_ALL_TESTS();
-  g_rt = nullptr;
-  return failed;
-}
+int main(int argc, char** argv) { return apgas_test::run_places_tests(argc, argv, g_rt); }

@@ -4,6 +4,7 @@
 #include <apgas/clock.hpp>
 #include <apgas/detail/place_engine.hpp>
 
+#include "../places_test_main.hpp"
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -433,12 +434,4 @@ TEST(clock, the_state_dump_lists_a_clock_and_what_its_phase_waits_for) {
 
 } // namespace
 
-int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  apgas::runtime rt(argc, argv);
-  g_rt = &rt;
-  if (rt.here() != 0) GTEST_FLAG_SET(brief, true); // the other places print only failures
-  const int failed = RUN_ALL_TESTS();
-  g_rt = nullptr;
-  return failed;
-}
+int main(int argc, char** argv) { return apgas_test::run_places_tests(argc, argv, g_rt); }

@@ -17,6 +17,7 @@
 #include <apgas/detail/place_engine.hpp>
 #include <apgas/detail/tree_messaging.hpp>
 
+#include "../places_test_main.hpp"
 #include "clock_protocol.hpp"
 #include "protocol_model.hpp"
 #include <gtest/gtest.h>
@@ -271,12 +272,4 @@ TEST(scaling_counts, a_clock_phase_with_a_registrant_at_every_place) {
 
 } // namespace
 
-int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  apgas::runtime rt(argc, argv);
-  g_rt = &rt;
-  if (rt.here() != 0) GTEST_FLAG_SET(brief, true); // the other places print only failures
-  const int failed = RUN_ALL_TESTS();
-  g_rt = nullptr;
-  return failed;
-}
+int main(int argc, char** argv) { return apgas_test::run_places_tests(argc, argv, g_rt); }

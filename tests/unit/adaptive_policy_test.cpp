@@ -62,22 +62,13 @@ TEST(adaptive_policy, a_finish_may_ask_for_it) {
   o.pin_workers = false;
   apgas::local_runtime rt(o); // work-first by default
   std::vector<std::uint32_t> out(100'000);
-  std::uint64_t peak = 0;
-  rt.run([&]() -> apgas::task<> {
-    apgas_apps::loop_frames frames;
-    co_await apgas::finish(apgas::policy::adaptive, [&]() -> apgas::task<> {
-      for (std::uint64_t i = 0; i < out.size(); ++i) {
-        frames.peak = std::max(frames.peak, i - frames.started.load(std::memory_order_relaxed));
-        co_await apgas::async(apgas_apps::loop_body(out.data(), i, &frames));
-      }
-    });
-    peak = frames.peak;
-  });
+  apgas_apps::loop_frames frames;
+  rt.run(apgas_apps::flat_loop(out.data(), out.size(), &frames, apgas::policy::adaptive));
   std::vector<std::uint32_t> expected(out.size());
   apgas_apps::flat_loop_seq(expected.data(), expected.size());
   EXPECT_EQ(out, expected);
-  EXPECT_GE(peak, 1U);
-  EXPECT_LE(peak, apgas::options{}.adaptive_bound + 2U);
+  EXPECT_GE(frames.peak, 1U);
+  EXPECT_LE(frames.peak, apgas::options{}.adaptive_bound + 2U);
 }
 
 } // namespace

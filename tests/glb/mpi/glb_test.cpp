@@ -5,6 +5,7 @@
 #include <apgas/apgas.hpp>
 #include <apgas/glb.hpp>
 
+#include "../../places_test_main.hpp"
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -247,12 +248,4 @@ TEST(glb, a_run_from_a_place_other_than_0) {
 
 } // namespace
 
-int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  apgas::runtime rt(argc, argv);
-  g_rt = &rt;
-  if (rt.here() != 0) GTEST_FLAG_SET(brief, true); // the other places print only failures
-  const int failed = RUN_ALL_TESTS();
-  g_rt = nullptr;
-  return failed;
-}
+int main(int argc, char** argv) { return apgas_test::run_places_tests(argc, argv, g_rt); }

@@ -5,6 +5,7 @@
 // activities sent.
 #include <apgas/apgas.hpp>
 
+#include "../../places_test_main.hpp"
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -306,12 +307,4 @@ TEST(aggregator, a_null_target_is_refused) {
 
 } // namespace
 
-int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  apgas::runtime rt(argc, argv);
-  g_rt = &rt;
-  if (rt.here() != 0) GTEST_FLAG_SET(brief, true); // the other places print only failures
-  const int failed = RUN_ALL_TESTS();
-  g_rt = nullptr;
-  return failed;
-}
+int main(int argc, char** argv) { return apgas_test::run_places_tests(argc, argv, g_rt); }

@@ -3,6 +3,7 @@
 // the same order (runtime::run is collective).
 #include <apgas/apgas.hpp>
 
+#include "../../places_test_main.hpp"
 #include <gtest/gtest.h>
 
 #include <array>
@@ -106,12 +107,4 @@ TEST(message_counts, this_place_can_be_read_from_any_thread) {
 
 } // namespace
 
-int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  apgas::runtime rt(argc, argv);
-  g_rt = &rt;
-  if (rt.here() != 0) GTEST_FLAG_SET(brief, true); // the other places print only failures
-  const int failed = RUN_ALL_TESTS();
-  g_rt = nullptr;
-  return failed;
-}
+int main(int argc, char** argv) { return apgas_test::run_places_tests(argc, argv, g_rt); }

@@ -2,6 +2,7 @@
 // tests in the same order (runtime::run is collective); assertions may fail at any place.
 #include <apgas/apgas.hpp>
 
+#include "../../places_test_main.hpp"
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -946,12 +947,4 @@ TEST(places, at_each_place_gathers_a_value_from_every_place_in_order) {
 
 } // namespace
 
-int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  apgas::runtime rt(argc, argv);
-  g_rt = &rt;
-  if (rt.here() != 0) GTEST_FLAG_SET(brief, true); // the other places print only failures
-  const int failed = RUN_ALL_TESTS();
-  g_rt = nullptr;
-  return failed;
-}
+int main(int argc, char** argv) { return apgas_test::run_places_tests(argc, argv, g_rt); }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 
 namespace apgas_apps {
 
@@ -36,16 +37,19 @@ inline apgas::task<> loop_body(std::uint32_t* out, std::uint64_t i, loop_frames*
   co_return;
 }
 
-/// @brief The loop, with the run's default policy; `frames` (optional) measures the unstarted
-/// children it holds.
-inline apgas::task<> flat_loop(std::uint32_t* out, std::uint64_t n, loop_frames* frames = nullptr) {
-  co_await apgas::finish([out, n, frames]() -> apgas::task<> {
+/// @brief The loop under a finish of policy `p` (the run's default if none); `frames`
+/// (optional) measures the unstarted children it holds.
+inline apgas::task<> flat_loop(std::uint32_t* out, std::uint64_t n, loop_frames* frames = nullptr,
+                               std::optional<apgas::policy> p = std::nullopt) {
+  auto body = [out, n, frames]() -> apgas::task<> {
     for (std::uint64_t i = 0; i < n; ++i) {
       if (frames != nullptr) // relaxed: see loop_body
         frames->peak = std::max(frames->peak, i - frames->started.load(std::memory_order_relaxed));
       co_await apgas::async(loop_body(out, i, frames));
     }
-  });
+  };
+  if (p) co_await apgas::finish(*p, body);
+  else co_await apgas::finish(body);
 }
 
 /// @brief The sequential reference.

@@ -135,6 +135,16 @@ inline unsigned ra_counter_slot() {
   return slot;
 }
 
+/// @brief word ^= ran, read and written as an atomic: a plain load and store where the place has
+/// one worker (no other thread updates the word), else a locked read-modify-write. Relaxed: the
+/// finish that ends the update phase orders these writes before anything reads the table.
+[[gnu::always_inline]] inline void ra_xor_word(std::uint64_t& word, std::uint64_t ran,
+                                               bool single_worker) {
+  std::atomic_ref<std::uint64_t> w(word);
+  if (single_worker) w.store(w.load(std::memory_order_relaxed) ^ ran, std::memory_order_relaxed);
+  else w.fetch_xor(ran, std::memory_order_relaxed);
+}
+
 /// @brief The block of the table at one place. The workers of the place apply updates to it
 /// concurrently, so every access during the update phase is atomic (atomic_ref: the block
 /// stays a plain vector that place_local can create and the check can scan).
@@ -160,14 +170,8 @@ struct ra_block {
     applied.assign(k_ra_counter_slots + 1, ra_counter{});
     single_worker = workers == 1;
   }
-  /// table[ran & mask] ^= ran, for a word of this block, not counted. Relaxed: the finish that
-  /// ends the update phase orders these writes before anything reads the table.
-  void xor_word(std::uint64_t ran) {
-    std::atomic_ref<std::uint64_t> word(words[(ran & mask) - base]);
-    if (single_worker)
-      word.store(word.load(std::memory_order_relaxed) ^ ran, std::memory_order_relaxed);
-    else word.fetch_xor(ran, std::memory_order_relaxed);
-  }
+  /// table[ran & mask] ^= ran, for a word of this block, not counted.
+  void xor_word(std::uint64_t ran) { ra_xor_word(words[(ran & mask) - base], ran, single_worker); }
   /// Counts n updates applied by this thread.
   void count_applied(std::uint64_t n) {
     const unsigned slot = ra_counter_slot();
@@ -210,17 +214,9 @@ struct ra_xor {
     const std::uint64_t mask = block.mask;
     const std::uint64_t base = block.base;
     std::uint64_t* const words = block.words.data();
-    if (block.single_worker) {
-      for (const std::uint64_t ran : batch) {
-        std::atomic_ref<std::uint64_t> word(words[(ran & mask) - base]);
-        // relaxed: as ra_block::xor_word.
-        word.store(word.load(std::memory_order_relaxed) ^ ran, std::memory_order_relaxed);
-      }
-    } else {
-      for (const std::uint64_t ran : batch)
-        std::atomic_ref<std::uint64_t>(words[(ran & mask) - base])
-            .fetch_xor(ran, std::memory_order_relaxed);
-    }
+    const bool single_worker = block.single_worker;
+    for (const std::uint64_t ran : batch)
+      ra_xor_word(words[(ran & mask) - base], ran, single_worker);
     block.count_applied(batch.size());
   }
 };
@@ -258,9 +254,8 @@ inline void ra_generate_into(ra_aggregator& agg, const ra_refs& refs, const ra_l
   ra_block& mine = *refs[me];
   // Copies of what the loop reads: a store to a word of the table could be a store to any
   // 64-bit field for all the compiler knows, so fields would be read again on every update.
+  const ra_layout layout = l;
   const std::uint64_t mask = l.mask();
-  const int shift = l.block_shift;
-  const std::uint64_t block = l.block;
   const std::uint64_t base = mine.base;
   std::uint64_t* const words = mine.words.data();
   const bool single_worker = mine.single_worker;
@@ -279,23 +274,15 @@ inline void ra_generate_into(ra_aggregator& agg, const ra_refs& refs, const ra_l
     for (std::size_t i = 0; i < n; ++i) {
       ran = hpcc_next(ran);
       const std::uint64_t index = ran & mask;
-      const auto owner = static_cast<apgas::place_id>(shift >= 0 ? index >> shift : index / block);
-      if (owner == me) {
-        std::atomic_ref<std::uint64_t> word(words[index - base]);
-        // relaxed: as ra_block::xor_word.
-        if (single_worker)
-          word.store(word.load(std::memory_order_relaxed) ^ ran, std::memory_order_relaxed);
-        else word.fetch_xor(ran, std::memory_order_relaxed);
+      if (layout.owner(index) == me) {
+        ra_xor_word(words[index - base], ran, single_worker);
       } else {
         remote[set_aside++] = ran;
       }
     }
     kept += n - set_aside;
-    for (std::size_t i = 0; i < set_aside; ++i) {
-      const std::uint64_t index = remote[i] & mask;
-      const auto owner = static_cast<apgas::place_id>(shift >= 0 ? index >> shift : index / block);
-      agg.push(targets[owner], remote[i]);
-    }
+    for (std::size_t i = 0; i < set_aside; ++i)
+      agg.push(targets[layout.owner(remote[i] & mask)], remote[i]);
   }
   mine.count_applied(kept);
 }
