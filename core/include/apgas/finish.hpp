@@ -70,6 +70,7 @@ public:
     b.m_finish = &m_state;
     b.m_role = promise_base::role::strand;
     b.m_parent = nullptr;
+    m_state.m_body = &b;
     return t_worker->transfer(h);
   }
   void await_resume() { m_state.rethrow_if_failed(); }

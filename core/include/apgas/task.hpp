@@ -54,8 +54,7 @@ struct final_awaiter {
   template <class P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
     promise_base& p = h.promise();
-    if (p.m_role == promise_base::role::call)
-      return t_worker->transfer(std::coroutine_handle<>::from_address(p.m_call->caller));
+    if (p.m_role == promise_base::role::call) return t_worker->transfer(p.m_call->caller->m_self);
     return finish_strand(p, m_popped);
   }
   void await_resume() const noexcept {}
@@ -78,7 +77,7 @@ struct call_awaiter {
     auto& p = m_callee.promise();
     p.m_finish = caller.promise().m_finish;
     p.m_role = promise_base::role::call;
-    m_link.caller = caller.address();
+    m_link.caller = &caller.promise();
     p.m_call = &m_link;
     return t_worker->transfer(m_callee);
   }

@@ -39,6 +39,7 @@
 namespace apgas::detail {
 
 struct finish_state;
+struct promise_base;
 
 /// @brief What the places layer does for finishes that left their place (set once by the
 /// places runtime; core never calls them for a finish whose m_remote is null). Global rather
@@ -63,7 +64,7 @@ inline remote_finish_hooks g_remote_hooks;
 /// at its end and where an escaping exception goes. Lives in the caller's awaiter, in the
 /// caller's frame, so that the many frames that are activities do not carry it.
 struct call_link {
-  void* caller;             ///< the address of the caller's frame
+  promise_base* caller;     ///< the caller's frame
   std::exception_ptr error; ///< an exception that escaped the callee (rethrown to the caller)
 };
 
@@ -154,6 +155,9 @@ struct finish_state {
   static constexpr std::int64_t k_remote_part = std::int64_t{1} << 40;
   /// Resumed by whoever takes m_count to zero; null for a root finish (then m_done is set).
   promise_base* m_waiter = nullptr;
+  /// The body of a `finish` (a strand that is part of the activity awaiting the finish, see
+  /// activity_of); null for the other finishes.
+  const promise_base* m_body = nullptr;
   policy m_policy;
   // The four one-byte fields below start at zero and follow each other, which lets the
   // compiler clear them with one store.
@@ -259,5 +263,19 @@ private:
   std::coroutine_handle<> complete_root() noexcept;
   [[noreturn]] void throw_gathered();
 };
+
+/// @brief The activity a frame runs in, as X10 sees it: the frame that started it (a strand),
+/// looked up through frames awaited in sequence and through finish bodies (a finish's body is
+/// part of the activity that awaits the finish). Used to check that a clock is used by the
+/// activity registered on it. pre: `p` is running or suspended in an await.
+inline const promise_base& activity_of(const promise_base& p) noexcept {
+  const promise_base* q = &p;
+  for (;;) {
+    while (q->m_role == promise_base::role::call) q = q->m_call->caller;
+    const finish_state* f = q->m_finish;
+    if (f == nullptr || f->m_body != q || f->m_waiter == nullptr) return *q;
+    q = f->m_waiter;
+  }
+}
 
 } // namespace apgas::detail
