@@ -321,12 +321,12 @@ private:
     bool all_to_all = false;
     bool drop_after = false;
     std::uint32_t finish = k_none;
-    std::vector<std::uint8_t> registrants;         ///< per place: 1 while registered
-    std::uint64_t participants = 0;                ///< places reporting phase 1
-    std::vector<std::uint64_t> carried_count;      ///< by phase: registrants going on
-    std::vector<std::vector<place_id>> carried_at; ///< by phase (home mode): where
-    std::vector<clock_tally> tallies;              ///< every place, or the home alone
-    std::uint64_t ended_first_phase = 0;           ///< places where phase 1 ended
+    std::vector<std::uint8_t> registrants;          ///< per place: 1 while registered
+    std::uint64_t participants = 0;                 ///< places reporting phase 1
+    std::vector<std::uint64_t> carried_count;       ///< by phase: registrants going on
+    std::vector<std::vector<place_id>> reported_at; ///< by phase (home mode): who
+    std::vector<clock_tally> tallies;               ///< every place, or the home alone
+    std::uint64_t ended_first_phase = 0;            ///< places where phase 1 ended
   };
 
   static void add_sent(std::vector<std::pair<place_id, std::uint64_t>>& sent, place_id to,
@@ -555,7 +555,7 @@ private:
     clock_model& c = *m_clock;
     if (c.carried_count.size() <= phase) {
       c.carried_count.resize(phase + 1, 0);
-      c.carried_at.resize(phase + 1);
+      c.reported_at.resize(phase + 1);
     }
     if (carried) c.carried_count[phase]++;
     payload p{control::clock_report};
@@ -578,7 +578,8 @@ private:
     clock_tally& t = c.tallies[c.all_to_all ? here : 0];
     if (t.reports.size() <= phase) t.reports.resize(phase + 1, 0);
     t.reports[phase]++;
-    if (carried && !c.all_to_all) c.carried_at[phase].push_back(from);
+    // Home mode: the home tells every place that reported in a phase of its end.
+    if (!c.all_to_all) c.reported_at[phase].push_back(from);
     // Phases end in order, each once all its registrants' places have reported.
     for (;;) {
       const std::uint64_t next = t.ended + 1;
@@ -587,7 +588,7 @@ private:
       if (expected == 0 || t.reports[next] != expected) return;
       t.ended = next;
       if (!c.all_to_all) {
-        std::vector<place_id> targets = c.carried_at[next];
+        std::vector<place_id> targets = c.reported_at[next];
         std::erase(targets, c.home);
         if (!targets.empty()) {
           m_counts[c.home].clock_releases_sent += targets.size();

@@ -1,8 +1,14 @@
 // A clock registration's operations (see <apgas/clock.hpp>): each checks the registration,
 // then acts on the clock's state at this place (clock_proxy) under that clock's own lock.
+//
+// A registration is X10's view of the clock from its activity: a phase, and whether the
+// activity has resumed in it. Only advance moves it to the next phase. The proxy counts it
+// where the clock's phases need it: in its phase while it has not resumed, and once that phase
+// has ended, in the next one (where it has not resumed yet).
 #include "apgas/clock.hpp"
 
 #include "apgas/detail/scheduler.hpp"
+#include "apgas/detail/when_queue.hpp"
 #include "apgas/detail/worker.hpp"
 
 #include "clock_protocol.hpp"
@@ -23,6 +29,7 @@ clock make_clock_awaiter::await_resume() {
   c.m_phase = 1;
   c.m_signal = m_signal;
   c.m_finish = m_finish;
+  c.m_owner = &activity_of(*m_frame);
   return c;
 }
 
@@ -34,8 +41,20 @@ clock adopt_clock_awaiter::await_resume() {
   c.m_phase = m_token.phase;
   c.m_signal = m_token.default_signal;
   c.m_finish = m_finish;
+  c.m_owner = &activity_of(*m_frame);
   return c;
 }
+
+namespace {
+/// Clock operations inside an atomic block or `when` would hold the place's lock across a
+/// phase (X10 refuses them too).
+void check_not_in_atomic(const char* operation) {
+  if (in_atomic_block()) [[unlikely]]
+    throw clock_use_exception(std::string("apgas: ") + operation +
+                              " inside an atomic block or when: it would hold the place's "
+                              "lock while the phase waits for other activities");
+}
+} // namespace
 
 } // namespace detail
 
@@ -43,21 +62,23 @@ detail::make_clock_awaiter clock::make(signal s) { return detail::make_clock_awa
 
 clock::clock(clock&& other) noexcept
     : m_proxy(std::exchange(other.m_proxy, nullptr)), m_phase(other.m_phase),
-      m_resumed(other.m_resumed), m_signal(other.m_signal), m_finish(other.m_finish) {}
+      m_resumed(other.m_resumed), m_signal(other.m_signal), m_finish(other.m_finish),
+      m_owner(other.m_owner) {}
 
 clock& clock::operator=(clock&& other) noexcept {
   if (this != &other) {
-    drop();
+    release_registration();
     m_proxy = std::exchange(other.m_proxy, nullptr);
     m_phase = other.m_phase;
     m_resumed = other.m_resumed;
     m_signal = other.m_signal;
     m_finish = other.m_finish;
+    m_owner = other.m_owner;
   }
   return *this;
 }
 
-clock::~clock() { drop(); }
+clock::~clock() { release_registration(); }
 
 void clock::check_registered(const char* operation) const {
   if (m_proxy == nullptr) [[unlikely]]
@@ -65,14 +86,32 @@ void clock::check_registered(const char* operation) const {
                               " on a dropped clock (this activity is not registered on it)");
 }
 
-std::uint64_t clock::phase() const noexcept {
-  if (m_proxy != nullptr && m_resumed && m_proxy->ended(m_phase)) return m_phase + 1;
+void clock::check_owner(const detail::promise_base& frame, const char* operation) {
+  check_registered(operation);
+  const detail::promise_base& activity = detail::activity_of(frame);
+  if (m_owner == nullptr) m_owner = &activity; // a registration made outside any activity
+  if (m_owner != &activity) [[unlikely]]
+    throw clock_use_exception(
+        std::string("apgas: ") + operation +
+        " by an activity that is not registered on the clock (it uses another activity's "
+        "registration: start it with apgas::clocked(c) to register it)");
+}
+
+void clock::bind_to(const detail::promise_base& frame) noexcept {
+  m_owner = &detail::activity_of(frame);
+}
+
+std::uint64_t clock::phase() const {
+  check_registered("phase()");
   return m_phase;
 }
 
 void clock::resume() {
   check_registered("resume()");
-  m_proxy->resume(m_phase, m_resumed, nullptr);
+  detail::check_not_in_atomic("resume()");
+  if (m_resumed) return; // X10: nothing happens on a second resume in the same phase
+  m_proxy->resume(m_phase, nullptr);
+  m_resumed = true;
 }
 
 detail::advance_awaiter<void> clock::advance() { return advance(m_signal); }
@@ -81,37 +120,49 @@ detail::advance_awaiter<void> clock::advance(signal s) {
   return detail::advance_awaiter<void>(*this, s);
 }
 
-void clock::drop() noexcept {
+void clock::drop() {
+  check_registered("drop()");
+  detail::check_not_in_atomic("drop()");
+  release_registration();
+}
+
+void clock::release_registration() noexcept {
   if (m_proxy == nullptr) return;
   detail::clock_proxy* px = std::exchange(m_proxy, nullptr);
   px->drop(m_phase, m_resumed);
   px->release();
 }
 
-clock clock::register_child(const detail::finish_state* spawner) {
-  check_registered("a clocked async");
+clock clock::register_child(const detail::promise_base& parent,
+                            const detail::finish_state* spawner) {
+  check_owner(parent, "a clocked async");
   if (m_finish != nullptr && spawner != m_finish)
     throw clock_use_exception("apgas: a clocked async inside a finish nested in the activity "
                               "registered on the clock: the finish would wait for the child, "
                               "and the child for the activity's next phase (deadlock)");
-  m_proxy->check_transmit(m_phase, m_resumed);
-  m_proxy->register_child(m_phase);
+  m_proxy->register_child(m_phase, m_resumed);
   m_proxy->retain();
   clock child;
   child.m_proxy = m_proxy;
   child.m_phase = m_phase;
+  child.m_resumed = m_resumed; // X10: a child of a resumed activity starts resumed
   child.m_signal = m_signal;
   child.m_finish = spawner;
-  return child;
+  return child; // bound to the child's activity as it starts (run_clocked)
 }
 
-detail::clock_token clock::register_remote_child(const detail::finish_state* spawner, place_id to) {
-  check_registered("a clocked async_at");
+detail::clock_token clock::register_remote_child(const detail::promise_base& parent,
+                                                 const detail::finish_state* spawner, place_id to) {
+  check_owner(parent, "a clocked async_at");
   if (m_finish != nullptr && spawner != m_finish)
     throw clock_use_exception("apgas: a clocked async_at inside a finish nested in the "
                               "activity registered on the clock: the finish would wait for the "
                               "child, and the child for the activity's next phase (deadlock)");
-  m_proxy->check_transmit(m_phase, m_resumed);
+  if (m_resumed)
+    throw clock_use_exception(
+        "apgas: a clocked async_at by an activity that has resumed the clock in its phase: a "
+        "registration crosses places only in a phase its spawner has not resumed (spawn "
+        "before resume(), or advance first; a local clocked async may start resumed)");
   return m_proxy->register_remote(m_phase, to);
 }
 
@@ -121,9 +172,19 @@ void clock::unregister_remote_child(place_id to) noexcept {
 
 // ---- advance ---------------------------------------------------------------------------------
 
-bool clock::begin_advance(const detail::reduce_contribution* c, signal s) {
-  check_registered("advance()");
-  m_proxy->resume(m_phase, m_resumed, c);
+bool clock::begin_advance(const detail::promise_base& frame, const detail::reduce_contribution* c,
+                          signal s) {
+  check_owner(frame, "advance()");
+  detail::check_not_in_atomic("advance()");
+  if (m_resumed) {
+    // X10: an advance after resume waits for the phase it resumed, and only for it.
+    if (c != nullptr)
+      throw clock_use_exception("apgas: advance with a reduction after resume() in the same "
+                                "phase: the contribution must come with the phase's resume");
+  } else {
+    m_proxy->resume(m_phase, c);
+    m_resumed = true;
+  }
   if (m_proxy->ended(m_phase)) return true;
   if (s == signal::eager) {
     // Keep this worker a while, re-checking the phase and polling the network (the phase's
@@ -148,6 +209,22 @@ bool clock::begin_advance(const detail::reduce_contribution* c, signal s) {
   return false;
 }
 
+namespace detail {
+std::coroutine_handle<> start_advance(clock& c, promise_base& frame,
+                                      const reduce_contribution* contribution, signal s,
+                                      clock_waiter& w, std::exception_ptr& error) noexcept {
+  try {
+    if (!c.begin_advance(frame, contribution, s)) {
+      w.activity = &frame;
+      return c.suspend_advance(w);
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  return t_worker->transfer(frame.m_self);
+}
+} // namespace detail
+
 std::coroutine_handle<> clock::suspend_advance(detail::clock_waiter& w) {
   detail::clock_protocol& module = m_proxy->module();
   module.counters().advances_waited.fetch_add(1, std::memory_order_relaxed); // a statistic
@@ -159,15 +236,17 @@ std::coroutine_handle<> clock::suspend_advance(detail::clock_waiter& w) {
 }
 
 void clock::end_advance(void* result, std::size_t size) {
-  if (result != nullptr) {
-    const detail::clock_partial& r = m_proxy->result_of(m_phase);
-    if (r.size != size)
-      throw clock_use_exception("apgas: the contributions to a clock phase's reduction use "
-                                "different types");
-    std::memcpy(result, r.value.data(), size);
-  }
-  ++m_phase; // the phase ended: the registration is in the next one, not resumed there
+  // The phase ended: the registration is in the next one, not resumed there, whatever the
+  // reduction gives (the clock goes on).
+  const std::uint64_t ended = m_phase++;
   m_resumed = false;
+  if (result == nullptr) return;
+  const detail::clock_partial& r = m_proxy->result_of(ended);
+  if (r.failed()) r.rethrow();
+  if (r.size != size)
+    throw clock_use_exception("apgas: the contributions to a clock phase's reduction use "
+                              "different types");
+  std::memcpy(result, r.value.data(), size);
 }
 
 } // namespace apgas

@@ -19,16 +19,37 @@ APGAS_REGISTER_PROTOCOL_MODULE(clocks,
 
 namespace {
 
-/// A partial reduction on the wire: the combine function's code offset (0: none), its size,
-/// its bytes.
+/// A partial reduction on the wire: the combine function's code offset (0: none, -1: failed),
+/// then its size and bytes, or for a failure whether it is a mismatch and the exception.
+constexpr std::int64_t k_failed_partial = -1;
+
 void put_partial(byte_writer& w, const clock_partial& p) {
+  if (p.failed()) {
+    serialize_all(w, k_failed_partial, static_cast<std::uint8_t>(p.failure->mismatch ? 1 : 0));
+    std::string text;
+    if (p.failure->error != nullptr) {
+      try {
+        std::rethrow_exception(p.failure->error);
+      } catch (...) {
+        text = describe_current_exception();
+      }
+    }
+    serialize(w, text);
+    return;
+  }
   const std::int64_t code = p.empty() ? 0 : code_offset(reinterpret_cast<const void*>(p.combine));
   serialize_all(w, code, p.size);
   w.write_bytes(p.value.data(), p.empty() ? 0 : p.size);
 }
-clock_partial get_partial(byte_reader& r) {
+clock_partial get_partial(byte_reader& r, place_id from) {
   clock_partial p;
   const auto code = deserialize<std::int64_t>(r);
+  if (code == k_failed_partial) {
+    const bool mismatch = deserialize<std::uint8_t>(r) != 0;
+    const auto text = deserialize<std::string>(r);
+    p.fail(mismatch, mismatch ? nullptr : std::make_exception_ptr(remote_exception(from, text)));
+    return p;
+  }
   const auto size = deserialize<std::uint32_t>(r);
   if (code == 0) return p;
   if (size == 0 || size > k_max_reduce_bytes)
@@ -189,7 +210,7 @@ void clock_protocol::send_release(const clock_proxy& px, const clock_phase_end& 
   serialize_all(w, px.id().home, px.id().serial, end.phase,
                 static_cast<std::uint8_t>(end.last ? 1 : 0));
   put_partial(w, end.result);
-  std::vector<place_id> targets = end.carried_at;
+  std::vector<place_id> targets = end.reported_at;
   std::erase(targets, m_here);
   if (targets.empty()) return;
   m_counters.releases_sent.fetch_add(targets.size(), std::memory_order_relaxed); // a statistic
@@ -210,7 +231,7 @@ void clock_protocol::on_report(place_id from, std::span<const std::byte> body) {
   rep.completed = deserialize<std::uint64_t>(r);
   rep.carried = deserialize<std::uint64_t>(r);
   rep.sent = deserialize<std::vector<std::pair<place_id, std::uint64_t>>>(r);
-  rep.partial = get_partial(r);
+  rep.partial = get_partial(r, from);
   r.expect_end();
   if (rep.first_phase == 0 || rep.phase < rep.first_phase)
     throw transport_error("apgas: a clock report arrived damaged");
@@ -220,7 +241,7 @@ void clock_protocol::on_report(place_id from, std::span<const std::byte> body) {
   px->release();
 }
 
-void clock_protocol::on_release(place_id /*from*/, std::span<const std::byte> body) {
+void clock_protocol::on_release(place_id from, std::span<const std::byte> body) {
   byte_reader r(body);
   clock_id id;
   clock_phase_end end;
@@ -228,7 +249,7 @@ void clock_protocol::on_release(place_id /*from*/, std::span<const std::byte> bo
   id.serial = deserialize<std::uint64_t>(r);
   end.phase = deserialize<std::uint64_t>(r);
   end.last = deserialize<std::uint8_t>(r) != 0;
-  end.result = get_partial(r);
+  end.result = get_partial(r, from);
   r.expect_end();
   clock_proxy* px = find(id, nullptr);
   if (px == nullptr) {

@@ -5,7 +5,9 @@
 //                  have all resumed -> every place (up to --clock-all-to-all-places), else up
 //                  the home's tree to the home
 //   clock release  clock id, phase, result, last flag      the home -> down its tree to the
-//                  places whose registrants carry into the next phase (beyond the same limit)
+//                  places that reported in the phase (beyond the same limit): those whose
+//                  registrants carry into the next phase, and those that keep the order of
+//                  their reports until the phase has ended
 // A registration travels with its activity (a clock_token argument of the remote async).
 //
 // Up to --clock-all-to-all-places places (16) every place tallies every report, so a phase ends at
@@ -69,7 +71,7 @@ public:
   /// @brief Sends `r` to the tallying places (not here: the caller applied it here if it
   /// tallies). Then flushes.
   void send_report(const clock_proxy& px, const clock_report& r);
-  /// @brief The home sends `end` to the places whose registrants carry into the next phase.
+  /// @brief The home sends `end` to the places that reported in the phase.
   void send_release(const clock_proxy& px, const clock_phase_end& end);
 
 private:

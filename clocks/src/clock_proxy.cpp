@@ -4,6 +4,7 @@
 #include "clock_protocol.hpp"
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -47,9 +48,14 @@ void clock_proxy::release() noexcept {
 
 bool clock_proxy::idle() const noexcept {
   std::lock_guard guard(m_lock);
-  return m_refs.load(std::memory_order_acquire) == 0 && m_registrants == 0 && m_base == 0 &&
-         !m_cur.unreported() && !m_next.unreported() && m_cur.unresumed == 0 &&
-         m_next.unresumed == 0 && (m_tally == nullptr || m_tally->over());
+  if (m_refs.load(std::memory_order_acquire) != 0 || m_registrants != 0) return false;
+  if (!m_first_phase) return true; // a local clock without registrants is over
+  // A place that reported in a phase keeps the proxy until it knows the phase has ended: a
+  // registration of that phase may still reach it, and its next report must follow the
+  // earlier ones (their sequence numbers).
+  return m_base == 0 && !m_cur.unreported() && !m_next.unreported() && m_cur.unresumed == 0 &&
+         m_next.unresumed == 0 && m_phase.load(std::memory_order_relaxed) > m_reported_through &&
+         (m_tally == nullptr || m_tally->over());
 }
 
 // ---- registrations ---------------------------------------------------------------------------
@@ -69,14 +75,39 @@ void clock_proxy::count_sent(phase_slot& s, place_id to, std::int64_t n) {
   if (n > 0) s.sent.emplace_back(to, static_cast<std::uint64_t>(n));
 }
 
-void clock_proxy::register_child(std::uint64_t phase) noexcept {
+void clock_proxy::register_child(std::uint64_t phase, bool resumed) noexcept {
   std::lock_guard guard(m_lock);
-  phase_slot& s = slot_of(phase);
-  ++s.unresumed;
   ++m_registrants;
-  // A distributed clock's tallies learn of it as of one sent here (a local clock's home counts
-  // its registrants itself, and its first report gives them as its base).
-  if (m_first_phase) count_sent(s, m_module.here(), 1);
+  resumed = account(phase, resumed);
+  phase_slot& s = slot_of(phase);
+  phase_slot* counted_in = &s;
+  if (!resumed) {
+    ++s.unresumed;
+  } else if (&s == &m_next || s.unresumed > 0) {
+    // The spawner resumed in `phase`, which has not ended here, and that phase's report here
+    // is still to come (a registrant here has not resumed: it holds the report back and with
+    // it the phase; or the phase is the next one, which reports only once it is current): the
+    // child counts as having resumed in it, as its spawner did.
+    ++s.resumed;
+    ++s.completed;
+    ++s.carried;
+  } else {
+    // Every registrant here has resumed and the phase is reported: the child starts in the
+    // next phase, held open at the tallies by its spawner's reported carry (see drop).
+    counted_in = &m_next;
+    ++m_next.unresumed;
+  }
+  // A distributed clock's tallies learn of the child as of one sent here (a local clock's
+  // home counts its registrants itself, and its first report gives them as its base).
+  if (m_first_phase) count_sent(*counted_in, m_module.here(), 1);
+}
+
+bool clock_proxy::account(std::uint64_t& phase, bool resumed) const noexcept {
+  if (resumed && m_phase.load(std::memory_order_relaxed) > phase) {
+    ++phase;
+    return false;
+  }
+  return resumed;
 }
 
 void clock_proxy::register_adopted(std::uint64_t phase) noexcept {
@@ -115,45 +146,16 @@ void clock_proxy::unregister_remote(std::uint64_t phase, place_id to) noexcept {
   count_sent(slot_of(phase), to, -1);
 }
 
-void clock_proxy::normalize(std::uint64_t& phase, bool& resumed) const noexcept {
-  // A registrant that resumed in an ended phase is in the next one, not yet resumed there.
-  if (resumed && m_phase.load(std::memory_order_relaxed) > phase) {
-    ++phase;
-    resumed = false;
-  }
-}
-
-void clock_proxy::check_transmit(std::uint64_t& phase, bool& resumed) const {
-  std::lock_guard guard(m_lock);
-  normalize(phase, resumed);
-  if (resumed)
-    throw clock_use_exception("apgas: cannot transmit a resumed clock to a new activity (it "
-                              "would join a phase its spawner has already ended)");
-}
-
-void clock_proxy::resume(std::uint64_t& phase, bool& resumed, const reduce_contribution* c) {
+void clock_proxy::resume(std::uint64_t phase, const reduce_contribution* c) {
   outbox out;
   {
     std::lock_guard guard(m_lock);
-    normalize(phase, resumed);
-    if (resumed) {
-      if (c != nullptr)
-        throw clock_use_exception("apgas: advance with a reduction after resume() in the same "
-                                  "phase: the contribution must come with the phase's resume");
-      return; // resumed already: nothing to do
-    }
-    phase_slot& s = slot_of(phase);
-    if (c != nullptr) {
-      if (!s.partial.empty() && (s.partial.combine != c->combine || s.partial.size != c->size))
-        throw clock_use_exception("apgas: the contributions to a clock phase's reduction use "
-                                  "different operations or types");
-      s.partial.fold(c->combine, static_cast<const std::byte*>(c->value), c->size);
-    }
+    phase_slot& s = slot_of(phase); // not resumed: the phase has not ended
+    if (c != nullptr) s.partial.fold(c->combine, static_cast<const std::byte*>(c->value), c->size);
     --s.unresumed;
     ++s.resumed;
     ++s.completed;
     ++s.carried;
-    resumed = true;
     after_change(out);
   }
   publish(out);
@@ -163,18 +165,25 @@ void clock_proxy::drop(std::uint64_t phase, bool resumed) noexcept {
   outbox out;
   {
     std::lock_guard guard(m_lock);
-    normalize(phase, resumed);
+    resumed = account(phase, resumed);
     phase_slot& s = slot_of(phase);
     --m_registrants;
+    const bool next_empty = m_next.unresumed == 0 && m_next.resumed == 0 && !m_next.unreported();
     if (!resumed) { // it leaves its phase as if it had resumed, carrying nothing
       --s.unresumed;
       ++s.completed;
-    } else if (s.carried > 0) { // its carry is not reported yet: it just does not carry
+    } else if (s.carried > 0 && (&s == &m_next || s.resumed > 1 || next_empty)) {
+      // Its carry into the next phase is not reported yet: it just does not carry. (Unless
+      // the next phase has registrants here that only the carries of this phase hold open at
+      // the tallies: those of children that started resumed. Some carry must then stay; it is
+      // the same registrant count whichever stays. A carry from the next slot holds nothing:
+      // its children start resumed in it.)
       --s.carried;
       --s.resumed;
     } else {
-      // Its carry into the next phase is reported (the tallies count it there), so it leaves in
-      // the next phase. Only the current phase reports before it ends here.
+      // Its carry into the next phase is reported (the tallies count it there), or it holds
+      // the next phase open: it leaves in the next phase. Only the current phase reports
+      // before it ends here.
       --m_next.unresumed;
       ++m_next.completed;
     }
@@ -220,6 +229,7 @@ clock_report clock_proxy::take_report(phase_slot& s, std::uint64_t phase) {
   r.first_phase = *m_first_phase;
   r.phase = phase;
   r.seq = s.next_seq++;
+  m_reported_through = std::max(m_reported_through, phase);
   r.base = std::exchange(m_base, 0);
   r.completed = std::exchange(s.completed, 0);
   r.carried = std::exchange(s.carried, 0);

@@ -52,22 +52,21 @@ public:
   void release() noexcept;
   /// @brief The maker's registration of a new clock (phase 1).
   void register_maker() noexcept;
-  /// @brief A registrant here in `phase` registers a new activity here.
-  void register_child(std::uint64_t phase) noexcept;
+  /// @brief A registrant here in `phase` (resumed in it, or not) registers a new activity
+  /// here, which starts in the same state.
+  void register_child(std::uint64_t phase, bool resumed) noexcept;
   /// @brief A new activity that came with a token registers here in `phase`.
   void register_adopted(std::uint64_t phase) noexcept;
-  /// @brief A registrant in `phase` registers a new activity at place `to` (counted here,
-  /// adopted there). @return the token it travels with.
+  /// @brief A registrant in `phase`, not resumed, registers a new activity at place `to`
+  /// (counted here, adopted there). @return the token it travels with.
   clock_token register_remote(std::uint64_t phase, place_id to);
   /// @brief Undoes register_remote (the activity could not be sent). pre: the registrant has
   /// not resumed since.
   void unregister_remote(std::uint64_t phase, place_id to) noexcept;
-  /// @brief Moves a registration resumed in an ended phase into the next (under the lock).
-  void normalize(std::uint64_t& phase, bool& resumed) const noexcept;
   /// @brief Ends a registrant's phase. `c`: its contribution to the reduction, or null.
-  /// @throws clock_use_exception if the phase's reductions disagree.
-  void resume(std::uint64_t& phase, bool& resumed, const reduce_contribution* c);
-  /// @brief Deregisters a registrant.
+  /// pre: it has not resumed in `phase`.
+  void resume(std::uint64_t phase, const reduce_contribution* c);
+  /// @brief Deregisters a registrant in `phase` (resumed in it, or not).
   void drop(std::uint64_t phase, bool resumed) noexcept;
   /// @brief True once `phase` has ended here (acquire: the result is then readable).
   bool ended(std::uint64_t phase) const noexcept {
@@ -76,13 +75,9 @@ public:
   /// @brief Queues `w` until `phase` (in which its registrant resumed) ends.
   /// @return false if it has ended meanwhile (nothing queued).
   bool wait(std::uint64_t phase, clock_waiter& w);
-  /// @brief The reduction result of `phase`. pre: ended(phase), and the caller's registrant has
-  /// not resumed in the next phase (so no later phase can have ended).
+  /// @brief The reduction result of `phase`. pre: ended(phase), and the caller's registrant
+  /// has not resumed in the next phase (so no later phase can have ended).
   const clock_partial& result_of(std::uint64_t phase) const noexcept;
-  /// @brief Brings a registration up to date (see normalize), then checks that it may transmit
-  /// the clock to a new activity: not resumed in its phase.
-  /// @throws clock_use_exception if it has resumed.
-  void check_transmit(std::uint64_t& phase, bool& resumed) const;
 
   // ---- the protocol (clock_protocol calls these) ----
   /// @brief Applies a report from another place (all-to-all, or at the home).
@@ -112,6 +107,9 @@ private:
   phase_slot& slot_of(std::uint64_t phase) noexcept {
     return phase == m_phase.load(std::memory_order_relaxed) ? m_cur : m_next;
   }
+  /// Where a registration that resumed in `phase` is counted: the next phase once `phase`
+  /// has ended here (under the lock). Returns whether it is still resumed there.
+  bool account(std::uint64_t& phase, bool resumed) const noexcept;
   void count_sent(phase_slot& s, place_id to, std::int64_t n);
   /// What a change under the lock leads to, done once the lock is released: reports to send,
   /// phase ends to release (the home beyond --clock-all-to-all-places), activities to wake.
@@ -148,6 +146,8 @@ private:
   clock_partial m_last_result; ///< the reduction of phase m_phase - 1
   /// Registrants present before the clock left the home, owed in the home's first report.
   std::uint64_t m_base = 0;
+  /// The latest phase this place reported in (see idle()).
+  std::uint64_t m_reported_through = 0;
   /// Set once the clock has left its home: the phase it left in (tallies start there).
   std::optional<std::uint64_t> m_first_phase;
   std::unique_ptr<clock_tally> m_tally; ///< tallying places only

@@ -7,6 +7,49 @@
 
 namespace apgas::detail {
 
+void clock_partial::fail(bool mismatch, std::exception_ptr error) noexcept {
+  try {
+    failure = std::make_shared<const clock_failure>(clock_failure{mismatch, std::move(error)});
+  } catch (...) { // out of memory: a failure without its exception still fails the phase
+    static const auto k_unknown = std::make_shared<const clock_failure>();
+    failure = k_unknown;
+  }
+}
+
+void clock_partial::fold(combine_fn op, const std::byte* v, std::uint32_t bytes) noexcept {
+  if (failed()) return;
+  if (combine == nullptr) {
+    combine = op;
+    size = bytes;
+    std::memcpy(value.data(), v, bytes);
+    return;
+  }
+  if (op != combine || bytes != size) return fail(true, nullptr);
+  try {
+    op(value.data(), v);
+  } catch (...) {
+    fail(false, std::current_exception());
+  }
+}
+
+void clock_partial::fold(const clock_partial& other) noexcept {
+  if (failed()) return;
+  if (other.failed()) {
+    failure = other.failure;
+    return;
+  }
+  if (other.combine != nullptr) fold(other.combine, other.value.data(), other.size);
+}
+
+void clock_partial::rethrow() const {
+  if (failure->mismatch || failure->error == nullptr)
+    throw clock_use_exception(failure->mismatch
+                                  ? "apgas: the contributions to a clock phase's reduction use "
+                                    "different operations or types"
+                                  : "apgas: a clock phase's reduction failed (out of memory)");
+  std::rethrow_exception(failure->error);
+}
+
 void clock_tally::phase_state::reset() noexcept {
   std::fill(places.begin(), places.end(), per_place{});
   nonzero = 0;
@@ -81,13 +124,7 @@ void clock_tally::apply_in_order(const clock_report& r, phase_state& ph) {
     next.touched = true;
     adjust(next, r.from, static_cast<std::int64_t>(r.carried));
   }
-  if (!r.partial.empty()) {
-    if (!ph.partials.empty() && (ph.partials.front().second.combine != r.partial.combine ||
-                                 ph.partials.front().second.size != r.partial.size))
-      throw clock_use_exception("apgas: the contributions to a clock phase's reduction use "
-                                "different operations or types");
-    ph.partials.emplace_back(std::pair(r.from, r.seq), r.partial);
-  }
+  if (!r.partial.empty()) ph.partials.emplace_back(std::pair(r.from, r.seq), r.partial);
 }
 
 bool clock_tally::try_end_oldest(std::vector<clock_phase_end>& ended) {
@@ -104,13 +141,12 @@ bool clock_tally::try_end_oldest(std::vector<clock_phase_end>& ended) {
   const auto by_report = [](const auto& a, const auto& b) { return a.first < b.first; };
   if (!std::is_sorted(ph.partials.begin(), ph.partials.end(), by_report))
     std::sort(ph.partials.begin(), ph.partials.end(), by_report);
-  for (const auto& [key, partial] : ph.partials)
-    end.result.fold(partial.combine, partial.value.data(), partial.size);
+  for (const auto& [key, partial] : ph.partials) end.result.fold(partial);
   bool carried = false;
   for (place_id p = 0; p < ph.places.size(); ++p) {
-    if (ph.places[p].carried == 0) continue;
-    carried = true;
-    if (m_list_carriers) end.carried_at.push_back(p);
+    if (ph.places[p].next_seq == 0) continue; // it did not report in this phase
+    carried = carried || ph.places[p].carried != 0;
+    if (m_list_reporters) end.reported_at.push_back(p);
   }
   end.last = !carried;
   m_over = end.last;

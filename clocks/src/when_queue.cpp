@@ -44,6 +44,7 @@ void when_queue::complete_waiters_and_unlock() noexcept {
       w = next;
     }
   }
+  t_holds_atomic_lock = false;
   m_lock.unlock();
   // The done waiters are ours alone now (out of the queue, their activities not resumed).
   // Their link is read before the activity can run and end its frame, where the waiter lives.

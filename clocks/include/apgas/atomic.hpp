@@ -11,7 +11,10 @@
 /// it must read only state that such blocks change.
 ///
 /// The condition and the body are plain callables: they must not suspend (a callable that
-/// returns an apgas::task is refused at compile time) nor start an atomic block of their own.
+/// returns an apgas::task is refused at compile time). An `atomic` inside them runs at once,
+/// as part of the enclosing block (X10's nested atomic, written without co_await there); a
+/// `when` inside them throws std::logic_error (it would wait holding the lock), and so do
+/// clock operations (apgas::clock_use_exception).
 /// A `when` body, or a condition, may run on another worker of the place: the one whose
 /// atomic block made the condition true. An exception thrown by either comes out of the
 /// co_await, in the awaiting activity, and from there reaches its finish; the lock is free.
@@ -26,6 +29,7 @@
 #include <functional>
 #include <optional>
 #include <source_location>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 
@@ -73,23 +77,39 @@ struct refused_block {
   void await_resume() const noexcept {}
 };
 
+/// @brief What a `when` whose body returns nothing keeps of it.
+struct no_value {};
+
 /// @brief Ends an atomic block at the end of a scope, also when its body throws.
 struct atomic_end {
   when_queue& m_queue;
   ~atomic_end() { m_queue.end(); }
 };
 
-/// @brief co_await atomic(f): never suspends; takes the lock, runs f, ends the block.
+/// @brief co_await atomic(f): never suspends; takes the lock, runs f, ends the block. Inside
+/// an atomic block (or a `when`) f runs at once, as part of the enclosing block (X10's nested
+/// atomic): the enclosing body is a plain callable and cannot co_await.
 template <class F>
 class atomic_awaiter {
+  using result = std::invoke_result_t<F&>;
+  /// A nested block's value, kept for await_resume.
+  using kept = std::conditional_t<
+      std::is_void_v<result>, no_value,
+      std::conditional_t<std::is_reference_v<result>, std::remove_reference_t<result>*, result>>;
+
 public:
-  explicit atomic_awaiter(F f) : m_f(std::move(f)) {}
+  explicit atomic_awaiter(F f) : m_f(std::move(f)) {
+    if (in_atomic_block()) [[unlikely]]
+      run_nested();
+  }
   bool await_ready() const noexcept { return true; }
   template <class P>
   void await_suspend(std::coroutine_handle<P>) const noexcept {
     require_apgas_caller<P>(); // never called: await_ready is true
   }
   decltype(auto) await_resume() {
+    if (m_nested) [[unlikely]]
+      return take_nested();
     when_queue& q = g_when_queue;
     q.begin();
     const atomic_end end{q};
@@ -97,11 +117,22 @@ public:
   }
 
 private:
-  F m_f;
-};
+  void run_nested() {
+    if constexpr (std::is_void_v<result>) std::invoke(m_f);
+    else if constexpr (std::is_reference_v<result>) m_kept.emplace(&std::invoke(m_f));
+    else m_kept.emplace(std::invoke(m_f));
+    m_nested = true;
+  }
+  result take_nested() {
+    if constexpr (std::is_void_v<result>) return;
+    else if constexpr (std::is_reference_v<result>) return static_cast<result>(**m_kept);
+    else return std::move(*m_kept);
+  }
 
-/// @brief What a `when` whose body returns nothing keeps of it.
-struct no_value {};
+  F m_f;
+  bool m_nested = false;
+  std::optional<kept> m_kept;
+};
 
 /// @brief co_await when(c, f): runs f now if c() holds, else suspends the activity in the
 /// place's queue until an atomic block makes c() true (see when_queue.hpp).
@@ -187,6 +218,9 @@ template <class C, class F>
                         std::source_location site = std::source_location::current()) {
   constexpr bool plain_condition = detail::check_plain_condition<std::decay_t<C>>();
   constexpr bool plain_block = detail::check_plain_block<std::decay_t<F>>();
+  if (detail::in_atomic_block()) [[unlikely]]
+    throw std::logic_error("apgas: when inside an atomic block or when: it would wait while "
+                           "holding the place's lock (test the condition in the block instead)");
   if constexpr (plain_condition && plain_block)
     return detail::when_awaiter<std::decay_t<C>, std::decay_t<F>>(std::forward<C>(cond),
                                                                   std::forward<F>(f), site);

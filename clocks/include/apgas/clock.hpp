@@ -28,7 +28,10 @@
 #include "apgas/task.hpp"
 
 #include <array>
+#include <coroutine>
+#include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -37,9 +40,11 @@
 
 namespace apgas {
 
-/// @brief Misuse of a clock: an operation on a dropped clock, transmitting a dropped or resumed
-/// clock to a new activity, a clocked async spawned inside a finish nested in the registered
-/// activity (it would deadlock), a phase's reductions that disagree. The message names the case.
+/// @brief Misuse of a clock: an operation on a clock the activity is not registered on
+/// (dropped, or another activity's registration), a clock operation inside an atomic block or
+/// `when`, transmitting a resumed clock to another place, a clocked async spawned inside a
+/// finish nested in the registered activity (it would deadlock), a phase's reductions that
+/// disagree. The message names the case.
 class clock_use_exception : public std::logic_error {
 public:
   explicit clock_use_exception(const std::string& what) : std::logic_error(what) {}
@@ -52,6 +57,7 @@ public:
 /// balanced phases with at most one activity per worker). Both give the same results.
 enum class signal : std::uint8_t { lazy, eager };
 
+class clock;
 namespace detail {
 class clock_proxy;
 struct clock_token;
@@ -64,12 +70,24 @@ template <class F, class Clocks, class... A>
 class clocked_async_at_awaiter;
 class make_clock_awaiter;
 class adopt_clock_awaiter;
+template <class Body, class... Regs>
+task<> run_clocked(Body body, Regs... regs);
+template <class F, std::size_t N>
+struct clocked_remote;
+/// An advance's await_suspend (clock.cpp): resumes `frame` at once if its phase has ended, or
+/// the advance is a misuse (kept in `error` for await_resume), else queues it in `w`.
+std::coroutine_handle<> start_advance(clock& c, promise_base& frame,
+                                      const reduce_contribution* contribution, signal s,
+                                      clock_waiter& w, std::exception_ptr& error) noexcept;
 } // namespace detail
 
-/// @brief One activity's registration on a clock. Thread-safety: one activity uses it.
+/// @brief One activity's registration on a clock (X10's clock, as the activity holding it sees
+/// it: a phase, and whether it has resumed in it). Thread-safety: one activity uses it; using
+/// it from another activity (a plain async handed a reference, say) throws
+/// clock_use_exception at advance() and at clocked spawns.
 class clock {
 public:
-  /// @brief A new clock with the awaiting activity registered on it:
+  /// @brief A new clock with the awaiting activity registered on it, in phase 1:
   /// `apgas::clock c = co_await apgas::clock::make();`. `s` is its advances' default wait.
   [[nodiscard]] static detail::make_clock_awaiter make(signal s = signal::lazy);
 
@@ -82,12 +100,15 @@ public:
   /// Drops the registration, if any.
   ~clock();
 
-  /// @brief Ends this activity's part of the current phase without waiting (a later advance()
-  /// then waits only for the others). A second resume in the same phase does nothing.
-  /// @throws clock_use_exception if dropped.
+  /// @brief Ends this activity's part of the current phase without waiting (X10's resume):
+  /// the phase can end without it, and a later advance() waits only for the others. A second
+  /// resume in the same phase does nothing. The activity stays in its phase until it
+  /// advances. @throws clock_use_exception if dropped, or inside an atomic block or `when`.
   void resume();
-  /// @brief Ends this activity's phase (resuming first if needed) and waits until every
-  /// registered activity has ended it. @throws clock_use_exception if dropped.
+  /// @brief Moves this activity to the next phase: resumes (if it has not in this phase), then
+  /// waits until every activity registered on the clock, at every place, has resumed or
+  /// dropped in this phase. Exactly one phase per advance. @throws clock_use_exception if
+  /// dropped, or if another activity's registration.
   [[nodiscard]] detail::advance_awaiter<void> advance();
   /// @brief advance() with wait policy `s` for this call.
   [[nodiscard]] detail::advance_awaiter<void> advance(signal s);
@@ -96,20 +117,27 @@ public:
   /// phase, at every place (every contributor gets the same value). `op` is a stateless
   /// associative function object (apgas::sum, apgas::min, apgas::max, or your own); T is a
   /// bitwise type of at most detail::k_max_reduce_bytes. All contributions of a phase must use
-  /// the same op and type.
+  /// the same op and type; the contribution comes with the phase's resume, so an activity that
+  /// resumed in this phase cannot contribute (clock_use_exception). If the contributions
+  /// disagree, or `op` throws, every contributor of the phase gets the error at its advance
+  /// (at every place), and the clock goes on with the next phase.
   template <class Op, class T>
   [[nodiscard]] detail::advance_awaiter<T> advance(Op op, T value, signal s);
   template <class Op, class T>
   [[nodiscard]] detail::advance_awaiter<T> advance(Op op, T value) {
     return advance(op, value, m_signal);
   }
-  /// @brief Deregisters this activity: the clock no longer waits for it. Idempotent.
-  void drop() noexcept;
+  /// @brief Deregisters this activity: the clock no longer waits for it (X10's drop).
+  /// @throws clock_use_exception if dropped already, or inside an atomic block or `when`.
+  void drop();
 
   /// @brief True while registered (not dropped).
   bool registered() const noexcept { return m_proxy != nullptr; }
-  /// @brief The phase this activity is in (phases count from 1).
-  std::uint64_t phase() const noexcept;
+  /// @brief The phase this activity is in (phases count from 1; each advance adds one).
+  /// @throws clock_use_exception if dropped.
+  std::uint64_t phase() const;
+  /// @brief True if this activity has resumed in its current phase.
+  bool resumed() const noexcept { return m_resumed; }
 
 private:
   friend class detail::make_clock_awaiter;
@@ -120,21 +148,39 @@ private:
   friend class detail::advance_awaiter;
   template <class F, class Clocks, class... A>
   friend class detail::clocked_async_at_awaiter;
+  template <class Body, class... Regs>
+  friend task<> detail::run_clocked(Body body, Regs... regs);
+  template <class F, std::size_t N>
+  friend struct detail::clocked_remote;
+  friend std::coroutine_handle<> detail::start_advance(clock& c, detail::promise_base& frame,
+                                                       const detail::reduce_contribution*, signal s,
+                                                       detail::clock_waiter& w,
+                                                       std::exception_ptr& error) noexcept;
 
-  /// The registration of a new activity on this clock, from `spawner` (the parent's finish,
-  /// which will govern the child). pre: the calling activity holds this registration.
-  clock register_child(const detail::finish_state* spawner);
+  /// The registration of a new activity on this clock by `parent` (an activity's frame),
+  /// from `spawner` (the parent's finish, which will govern the child). The child starts in
+  /// the parent's phase, resumed if the parent has resumed (X10).
+  clock register_child(const detail::promise_base& parent, const detail::finish_state* spawner);
   /// The same for an activity that starts at place `to`: counted here, adopted there.
-  detail::clock_token register_remote_child(const detail::finish_state* spawner, place_id to);
+  detail::clock_token register_remote_child(const detail::promise_base& parent,
+                                            const detail::finish_state* spawner, place_id to);
   /// Undoes register_remote_child when the activity could not be sent.
   void unregister_remote_child(place_id to) noexcept;
   void check_registered(const char* operation) const;
-  /// advance's steps: resumes (with the contribution, if any) and says whether the phase has
-  /// ended (after an eager wait, if asked); queues the waiting activity; moves the registration
-  /// into the next phase once it has ended, copying out the reduction's result.
-  bool begin_advance(const detail::reduce_contribution* c, signal s);
+  /// check_registered, and that the activity of `frame` holds this registration.
+  void check_owner(const detail::promise_base& frame, const char* operation);
+  /// The registration belongs to the activity of `frame` (a new activity's first frame).
+  void bind_to(const detail::promise_base& frame) noexcept;
+  /// advance's steps: resumes (with the contribution, if any) unless resumed already and says
+  /// whether the phase has ended (after an eager wait, if asked); queues the waiting
+  /// activity; moves the registration into the next phase once it has ended, copying out the
+  /// reduction's result.
+  bool begin_advance(const detail::promise_base& frame, const detail::reduce_contribution* c,
+                     signal s);
   std::coroutine_handle<> suspend_advance(detail::clock_waiter& w);
   void end_advance(void* result, std::size_t size);
+  /// Deregisters (the destructor's drop: never throws).
+  void release_registration() noexcept;
 
   detail::clock_proxy* m_proxy = nullptr; ///< counted reference; null: dropped
   std::uint64_t m_phase = 0;              ///< the phase this activity is in
@@ -144,6 +190,9 @@ private:
   /// nested in the activity would deadlock (the finish waits for the child, the child for the
   /// activity's next phase).
   const detail::finish_state* m_finish = nullptr;
+  /// The registered activity (see detail::activity_of); null until a new activity's
+  /// registration is bound to it.
+  const detail::promise_base* m_owner = nullptr;
 };
 
 /// @brief Registers a new activity on the given clocks: `co_await apgas::async(apgas::clocked(c),

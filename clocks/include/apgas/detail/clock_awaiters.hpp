@@ -23,7 +23,8 @@ struct clock_id {
 };
 
 /// @brief A registration sent to another place with its activity (bitwise: it travels as an
-/// argument of the remote async).
+/// argument of the remote async). Only an activity that has not resumed in its phase sends
+/// one: the new activity starts in that phase, not resumed.
 struct clock_token {
   clock_id id;
   std::uint64_t phase = 0;       ///< the phase the new activity starts in
@@ -46,6 +47,7 @@ public:
   bool await_suspend(std::coroutine_handle<P> caller) noexcept {
     require_apgas_caller<P>();
     m_finish = caller.promise().m_finish;
+    m_frame = &caller.promise();
     return false; // never suspends
   }
   clock await_resume();
@@ -53,6 +55,7 @@ public:
 private:
   signal m_signal;
   const finish_state* m_finish = nullptr;
+  const promise_base* m_frame = nullptr;
 };
 
 /// @brief co_await adopt(token) at the place a clocked remote activity arrives.
@@ -64,6 +67,7 @@ public:
   bool await_suspend(std::coroutine_handle<P> caller) noexcept {
     require_apgas_caller<P>();
     m_finish = caller.promise().m_finish;
+    m_frame = &caller.promise();
     return false;
   }
   clock await_resume();
@@ -71,6 +75,20 @@ public:
 private:
   clock_token m_token;
   const finish_state* m_finish = nullptr;
+  const promise_base* m_frame = nullptr;
+};
+
+/// @brief co_await this_frame{}: the awaiting coroutine's own frame, without suspending.
+struct this_frame {
+  const promise_base* m_frame = nullptr;
+  bool await_ready() const noexcept { return false; }
+  template <class P>
+  bool await_suspend(std::coroutine_handle<P> caller) noexcept {
+    require_apgas_caller<P>();
+    m_frame = &caller.promise();
+    return false;
+  }
+  const promise_base& await_resume() const noexcept { return *m_frame; }
 };
 
 /// @brief co_await c.advance(...): ends the activity's phase, then suspends until it has ended
@@ -89,16 +107,18 @@ public:
   advance_awaiter(const advance_awaiter&) = delete;
   advance_awaiter& operator=(const advance_awaiter&) = delete;
 
-  bool await_ready() {
-    return m_clock.begin_advance(m_has_value ? &m_contribution : nullptr, m_signal);
-  }
+  // The work is done in await_suspend, which knows the advancing frame (whose activity must
+  // hold the registration); a phase that has ended resumes the frame at once. A misuse is
+  // kept for await_resume rather than thrown from await_suspend (a path compilers get wrong).
+  bool await_ready() const noexcept { return false; }
   template <class P>
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) {
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) noexcept {
     require_apgas_caller<P>();
-    m_waiter.activity = &caller.promise();
-    return m_clock.suspend_advance(m_waiter);
+    return start_advance(m_clock, caller.promise(), m_has_value ? &m_contribution : nullptr,
+                         m_signal, m_waiter, m_error);
   }
   T await_resume() {
+    if (m_error) std::rethrow_exception(m_error);
     m_clock.end_advance(&m_value, sizeof(T));
     return m_value;
   }
@@ -110,6 +130,7 @@ private:
   T m_value{};
   reduce_contribution m_contribution{};
   clock_waiter m_waiter;
+  std::exception_ptr m_error;
 };
 
 template <>
@@ -119,25 +140,30 @@ public:
   advance_awaiter(const advance_awaiter&) = delete;
   advance_awaiter& operator=(const advance_awaiter&) = delete;
 
-  bool await_ready() { return m_clock.begin_advance(nullptr, m_signal); }
+  bool await_ready() const noexcept { return false; }
   template <class P>
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) {
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) noexcept {
     require_apgas_caller<P>();
-    m_waiter.activity = &caller.promise();
-    return m_clock.suspend_advance(m_waiter);
+    return start_advance(m_clock, caller.promise(), nullptr, m_signal, m_waiter, m_error);
   }
-  void await_resume() { m_clock.end_advance(nullptr, 0); }
+  void await_resume() {
+    if (m_error) std::rethrow_exception(m_error);
+    m_clock.end_advance(nullptr, 0);
+  }
 
 private:
   clock& m_clock;
   signal m_signal;
   clock_waiter m_waiter;
+  std::exception_ptr m_error;
 };
 
 /// @brief The body of a clocked activity: holds its registrations for as long as it runs (so
 /// they drop when it ends, whatever way it ends) and calls body(registrations...).
 template <class Body, class... Regs>
 task<> run_clocked(Body body, Regs... regs) {
+  const promise_base& self = co_await this_frame{};
+  (regs.bind_to(self), ...);
   if constexpr (is_task_v<std::invoke_result_t<Body&, Regs&&...>>)
     co_await body(std::move(regs)...);
   else body(std::move(regs)...);
@@ -149,11 +175,11 @@ struct clocked_spawn {
   std::array<clock*, sizeof...(Clocks)> clocks;
   static constexpr std::size_t k_count = sizeof...(Clocks);
 
-  /// The registrations of a new activity here, spawned from finish `spawner`.
-  auto register_children(const finish_state* spawner) const {
+  /// The registrations of a new activity here, spawned by `parent` from finish `spawner`.
+  auto register_children(const promise_base& parent, const finish_state* spawner) const {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return std::tuple<std::conditional_t<true, clock, Clocks>...>{
-          clocks[I]->register_child(spawner)...};
+          clocks[I]->register_child(parent, spawner)...};
     }
     (std::index_sequence_for<Clocks...>{});
   }
@@ -167,19 +193,28 @@ public:
       : m_spawn(spawn), m_body(std::move(body)) {}
   bool await_ready() const noexcept { return false; }
   template <class P>
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) {
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) noexcept {
     require_apgas_caller<P>();
-    // Registered before the parent can end its phase: it is still running this await.
-    auto regs = m_spawn.register_children(parent.promise().m_finish);
-    task<> child = std::apply(
-        [&](auto&&... r) { return run_clocked(std::move(m_body), std::move(r)...); }, regs);
+    task<> child;
+    try {
+      // Registered before the parent can end its phase: it is still running this await.
+      auto regs = m_spawn.register_children(parent.promise(), parent.promise().m_finish);
+      child = std::apply(
+          [&](auto&&... r) { return run_clocked(std::move(m_body), std::move(r)...); }, regs);
+    } catch (...) { // a misuse (or no memory): the parent goes on, and throws (await_resume)
+      m_error = std::current_exception();
+      return t_worker->transfer(parent);
+    }
     return spawn(parent.promise(), child.release().promise());
   }
-  void await_resume() const noexcept {}
+  void await_resume() const {
+    if (m_error) std::rethrow_exception(m_error);
+  }
 
 private:
   clocked_spawn<Clocks...> m_spawn;
   Body m_body;
+  std::exception_ptr m_error;
 };
 
 /// @brief The function a clocked remote activity runs at its place: adopts its registrations
@@ -213,15 +248,30 @@ public:
       : m_to(to), m_spawn(spawn), m_args(std::forward<A>(args)...) {}
   bool await_ready() const noexcept { return false; }
   template <class P>
-  bool await_suspend(std::coroutine_handle<P> caller) {
+  bool await_suspend(std::coroutine_handle<P> caller) noexcept {
     require_apgas_caller<P>();
+    try {
+      send(caller);
+    } catch (...) { // nothing was sent: thrown by await_resume (not from here, see advance)
+      m_error = std::current_exception();
+    }
+    return false;
+  }
+  void await_resume() const {
+    if (m_error) std::rethrow_exception(m_error);
+  }
+
+private:
+  template <class P>
+  void send(std::coroutine_handle<P> caller) {
     active_messages::current().check_place(m_to);
     const finish_state* spawner = caller.promise().m_finish;
     std::array<clock_token, N> tokens{};
     std::size_t registered = 0;
     try {
       for (; registered < N; ++registered)
-        tokens[registered] = m_spawn.clocks[registered]->register_remote_child(spawner, m_to);
+        tokens[registered] =
+            m_spawn.clocks[registered]->register_remote_child(caller.promise(), spawner, m_to);
       std::apply(
           [&](auto&&... a) {
             auto call = apgas::async_at(m_to, clocked_remote<F, N>{}, tokens,
@@ -234,14 +284,12 @@ public:
       for (std::size_t i = 0; i < registered; ++i) m_spawn.clocks[i]->unregister_remote_child(m_to);
       throw;
     }
-    return false;
   }
-  void await_resume() const noexcept {}
 
-private:
   place_id m_to;
   clocked_spawn<Clocks...> m_spawn;
   std::tuple<A&&...> m_args;
+  std::exception_ptr m_error;
 };
 
 } // namespace apgas::detail
@@ -276,7 +324,8 @@ template <class... Clocks, class F, class... Args>
 }
 
 /// @brief Ends the current phase of every given clock, then waits until each has ended: X10's
-/// advanceAll over the activity's clocks.
+/// advanceAll over the activity's clocks (each moves exactly one phase; deadlock-free whatever
+/// the order of the clocks, since every clock is resumed before any wait).
 template <class... Clocks>
 requires((std::is_same_v<Clocks, clock> && ...)) task<> advance_all(Clocks&... clocks) {
   (clocks.resume(), ...);

@@ -34,6 +34,8 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <exception>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -41,23 +43,34 @@ namespace apgas::detail {
 
 using place_id = std::uint32_t;
 
-/// @brief A place's partial reduction of one report (empty: nobody contributed). Fixed size:
-/// phases make and move many of them, none allocates.
+/// @brief Why a phase's reduction has no value: its contributions disagree in operation or
+/// type, or the operation threw (`error`: its exception, as the place that reads it can
+/// rethrow it).
+struct clock_failure {
+  bool mismatch = false;
+  std::exception_ptr error;
+};
+
+/// @brief A place's partial reduction of one report (empty: nobody contributed). The value is
+/// inline, so that phases make and move many of them without allocating; a failure (rare) is
+/// shared.
 struct clock_partial {
   combine_fn combine = nullptr;
   std::uint32_t size = 0;
   std::array<std::byte, k_max_reduce_bytes> value;
-  bool empty() const noexcept { return combine == nullptr; }
-  /// @brief Folds `v` (of `size` bytes) in. pre: !empty() or the first contribution.
-  void fold(combine_fn op, const std::byte* v, std::uint32_t bytes) noexcept {
-    if (empty()) {
-      combine = op;
-      size = bytes;
-      std::memcpy(value.data(), v, bytes);
-    } else {
-      op(value.data(), v);
-    }
-  }
+  std::shared_ptr<const clock_failure> failure; ///< set: the reduction failed
+
+  bool empty() const noexcept { return combine == nullptr && failure == nullptr; }
+  bool failed() const noexcept { return failure != nullptr; }
+  /// @brief Folds one contribution (`bytes` bytes at `v`, combined by `op`) in. A failed
+  /// partial stays failed; another operation or size, or an `op` that throws, fails it.
+  void fold(combine_fn op, const std::byte* v, std::uint32_t bytes) noexcept;
+  /// @brief Folds another partial in (after this one's contributions).
+  void fold(const clock_partial& other) noexcept;
+  /// @brief Throws what made it fail. pre: failed().
+  [[noreturn]] void rethrow() const;
+  /// @brief Marks it failed: a mismatch, or `error` (the operation's exception).
+  void fail(bool mismatch, std::exception_ptr error) noexcept;
 };
 
 /// @brief What a place tells the tallying places when its registrants of a phase have all
@@ -78,8 +91,10 @@ struct clock_report {
 struct clock_phase_end {
   std::uint64_t phase = 0;
   clock_partial result;
-  /// Places whose registrants stay into the next phase (they wait for this end).
-  std::vector<place_id> carried_at;
+  /// Places that reported in the phase (the home beyond --clock-all-to-all-places tells them
+  /// of its end): those whose registrants stay into the next phase wait for it, and the others
+  /// keep the order of their reports of the phase until they know it has ended.
+  std::vector<place_id> reported_at;
   /// No registrant stays: the clock is over.
   bool last = false;
 };
@@ -91,13 +106,14 @@ class clock_tally {
 public:
   /// @param first_phase the phase in which the clock first left its home: phases end in order
   /// from there.
-  /// @param list_carriers fill clock_phase_end::carried_at (the home that releases the places).
-  explicit clock_tally(std::uint64_t first_phase, bool list_carriers = true)
-      : m_oldest(first_phase), m_list_carriers(list_carriers) {}
+  /// @param list_reporters fill clock_phase_end::reported_at (the home that releases the
+  /// places).
+  explicit clock_tally(std::uint64_t first_phase, bool list_reporters = true)
+      : m_oldest(first_phase), m_list_reporters(list_reporters) {}
 
   /// @brief Applies `r`, or holds it back until the earlier reports of its place and phase
-  /// are in. Appends the phases that ended to `ended`, in order.
-  /// @throws clock_use_exception if the phase's reductions disagree (another op or type).
+  /// are in. Appends the phases that ended to `ended`, in order (a phase whose reductions
+  /// disagree, or whose operation throws, ends with a failed result).
   void apply(const clock_report& r, std::vector<clock_phase_end>& ended);
   /// @brief The oldest phase that has not ended.
   std::uint64_t oldest_open_phase() const noexcept { return m_oldest; }
@@ -136,7 +152,7 @@ private:
   std::vector<phase_state> m_ring;
   std::size_t m_open = 0; ///< phases from m_oldest on that a report or a carry reached
   std::uint64_t m_oldest;
-  bool m_list_carriers;
+  bool m_list_reporters;
   bool m_base_known = false; ///< the home's first report (with its base) has been applied
   bool m_over = false;
 };

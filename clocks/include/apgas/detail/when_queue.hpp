@@ -41,22 +41,38 @@ struct when_waiter {
   when_waiter* m_next = nullptr;
 };
 
+/// @brief Set while this thread holds the place's atomic lock: it runs an atomic block, a
+/// `when` condition or body (its own or, completing them, another activity's).
+inline thread_local bool t_holds_atomic_lock = false;
+
+/// @brief True inside an atomic block, a `when` condition or body (on this thread).
+inline bool in_atomic_block() noexcept { return t_holds_atomic_lock; }
+
 /// @brief The atomic lock of this place and its suspended `when`s. Thread-safety: any thread
 /// of the place; the queue only under the lock.
 class when_queue {
 public:
   /// @brief Starts an atomic block: takes the lock.
-  [[gnu::always_inline]] void begin() noexcept { m_lock.lock(); }
+  [[gnu::always_inline]] void begin() noexcept {
+    m_lock.lock();
+    t_holds_atomic_lock = true;
+  }
   /// @brief Ends an atomic block or a `when` body: completes the `when`s whose condition now
   /// holds, releases the lock, and makes their activities runnable.
   [[gnu::always_inline]] void end() noexcept {
     // Under the lock: a plain read of the queue.
-    if (m_first == nullptr) [[likely]]
+    if (m_first == nullptr) [[likely]] {
+      t_holds_atomic_lock = false;
       m_lock.unlock();
-    else complete_waiters_and_unlock();
+    } else {
+      complete_waiters_and_unlock();
+    }
   }
   /// @brief Ends a hold of the lock that changed nothing (a condition found false).
-  void release() noexcept { m_lock.unlock(); }
+  void release() noexcept {
+    t_holds_atomic_lock = false;
+    m_lock.unlock();
+  }
   /// @brief pre: the lock is held. Adds `w` at the end of the queue.
   void enqueue(when_waiter& w) noexcept {
     w.m_next = nullptr;
