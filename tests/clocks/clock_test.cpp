@@ -203,22 +203,17 @@ TEST(clock, operations_on_a_dropped_clock_throw) {
             std::string::npos);
 }
 
-TEST(clock, a_resumed_clock_cannot_be_transmitted) {
+TEST(clock, a_resumed_clock_cannot_be_sent_to_a_place) {
+  // A registration crosses places only in a phase its spawner has not resumed (apgas's rule;
+  // X10 allows it, see docs/clocks.md). The same clocked async to this place, not by async_at,
+  // starts the child resumed (X10's rule).
   EXPECT_NE(clock_error_of([]() -> task<> {
               co_await apgas::finish([&]() -> task<> {
                 clock c = co_await clock::make();
-                clock hold = co_await clock::make();
-                // A child that has not resumed on c keeps c's phase open (it waits on `hold`).
-                co_await apgas::async(apgas::clocked(c, hold),
-                                      [](clock, clock h) -> task<> { co_await h.advance(); });
                 c.resume();
-                struct release_child { // whatever happens, `hold` drops and the child ends
-                  clock& h;
-                  ~release_child() { h.drop(); }
-                } guard{hold};
-                co_await apgas::async(apgas::clocked(c), [](clock) {});
+                co_await apgas::async_at(apgas::here(), apgas::clocked(c), [](clock) {});
               });
-            }).find("cannot transmit a resumed clock"),
+            }).find("a clocked async_at by an activity that has resumed"),
             std::string::npos);
 }
 
