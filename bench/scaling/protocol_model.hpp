@@ -447,7 +447,7 @@ private:
       m_finishes[p.object].proxies.erase(here);
       return;
     case control::clock_report:
-      return clock_apply(here, from, p.phase, p.carried);
+      return clock_apply(here, from, p.phase);
     case control::clock_release:
       return clock_phase_end(here, p.phase);
     }
@@ -568,12 +568,12 @@ private:
         m_counts[from].clock_reports_sent++;
         post(message{from, q, channel::direct, pi});
       }
-      return clock_apply(from, from, phase, carried);
+      return clock_apply(from, from, phase);
     }
     if (from != c.home) m_counts[from].clock_reports_sent++;
     send_up(from, c.home, std::move(p));
   }
-  void clock_apply(place_id here, place_id from, std::uint64_t phase, bool carried) {
+  void clock_apply(place_id here, place_id from, std::uint64_t phase) {
     clock_model& c = *m_clock;
     clock_tally& t = c.tallies[c.all_to_all ? here : 0];
     if (t.reports.size() <= phase) t.reports.resize(phase + 1, 0);

@@ -23,6 +23,16 @@ glb_module::glb_module(place_engine& engine)
                                 engine.add_handler<&glb_module::on_loot>(*this, "glb loot"),
                                 engine.add_handler<&glb_module::on_refusal>(*this, "glb refusal")} {
   engine.describes_progress_with<&glb_module::progress_text>(*this);
+  engine.describes_state_with<&glb_module::describe>(*this, "glb");
+}
+
+std::string glb_module::describe() const {
+  std::shared_ptr<place_base> run;
+  {
+    const std::lock_guard guard(m_mutex);
+    run = m_current;
+  }
+  return run == nullptr ? std::string() : run->describe();
 }
 
 glb_module& glb_module::of(place_engine& engine) {

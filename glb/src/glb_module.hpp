@@ -37,6 +37,9 @@ public:
 
   /// @brief "glb: N items (R M/s)" while a run is in progress, else empty (progress thread).
   std::string progress_text() const;
+  /// @brief The run in progress for the state dump (SIGUSR1): items, working activities,
+  /// the thief, thieves waiting here, lifelines; empty if none.
+  std::string describe() const;
 
 private:
   void on_steal(place_id from, std::span<const std::byte> body);

@@ -7,8 +7,10 @@
 #include "apgas/detail/scheduler.hpp"
 
 #include "glb_module.hpp"
+#include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 
 namespace apgas::detail::glb {
 
@@ -275,6 +277,31 @@ std::uint64_t place_base::items_so_far() const noexcept {
   // relaxed: a figure for a progress line, or read after the run's finish ended.
   for (const worker_slot& w : m_workers) n += w.items.load(std::memory_order_relaxed);
   return n;
+}
+
+std::string place_base::describe() const {
+  std::lock_guard guard(m_lock);
+  std::string s = fmt::format("    run {}: {} items processed here, {} working activit{}{}{}\n",
+                              m_run, items_so_far(), m_working, m_working == 1 ? "y" : "ies",
+                              m_thief ? ", stealing" : "", m_failed ? ", failed" : "");
+  s += fmt::format("    {} random thie{} waiting here, {} registered on this place's lifeline\n",
+                   m_random_thieves.size(), m_random_thieves.size() == 1 ? "f" : "ves",
+                   m_lifeline_thieves.size());
+  std::string on;
+  for (std::size_t i = 0; i < m_lifelines.size(); ++i)
+    if (m_registered[i]) on += fmt::format(" {}", m_lifelines[i]);
+  s += fmt::format("    registered on the lifelines of:{}\n", on.empty() ? " none" : on);
+  return s;
+}
+
+void place_base::warn_no_progress(std::uint64_t rounds) noexcept {
+  // relaxed: only keeps the warning to one line per run and place.
+  if (m_warned_no_progress.exchange(true, std::memory_order_relaxed)) return;
+  std::fprintf(stderr,
+               "apgas: place %u: glb: a bag's process() did nothing %llu times in a row while "
+               "the bag was not empty (empty() false, no item processed): the run cannot end\n",
+               m_here, static_cast<unsigned long long>(rounds));
+  std::fflush(stderr);
 }
 
 apgas::glb::place_stats place_base::stats() const {

@@ -32,7 +32,15 @@ std::map<std::string, protocol_module_factory>& registered_modules() {
 // nothing the handler wrote.
 std::atomic<bool> g_dump_requested{false};
 static_assert(std::atomic<bool>::is_always_lock_free);
-extern "C" void request_dump(int) { g_dump_requested.store(true, std::memory_order_relaxed); }
+extern "C" void request_dump(int) {
+  g_dump_requested.store(true, std::memory_order_relaxed);
+  // A parked worker polls (and dumps) once woken: without it, a place whose workers all park
+  // without a watcher (one place, nothing to poll for) would never print. Lock-free atomics
+  // and a futex wake: async-signal-safe.
+  // acquire: the engine was published by set_current (release).
+  if (place_engine* engine = g_engine.load(std::memory_order_acquire))
+    engine->sched().wake_for_network();
+}
 
 [[noreturn, gnu::cold, gnu::noinline]] void throw_unknown_kind(place_id here, place_id from,
                                                                std::size_t size, unsigned kind) {

@@ -5,10 +5,13 @@
 #include <apgas/apgas.hpp>
 #include <apgas/detail/place_engine.hpp>
 
+#include "../stderr_pipe.hpp"
 #include <gtest/gtest.h>
 
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -269,6 +272,42 @@ TEST_P(atomic_test, the_state_dump_lists_suspended_whens_with_their_call_site) {
       std::string::npos)
       << dump;
   EXPECT_NE(after.find("suspended whens: none"), std::string::npos) << after;
+}
+
+TEST_P(atomic_test, sigusr1_prints_the_state_of_a_place_whose_workers_all_wait) {
+  // A one-place run hung in a `when`: every worker parks without a watcher (there is no
+  // network to poll). SIGUSR1 still gets the state printed, with the when's call site.
+  bool go = false;
+  std::string printed;
+  bool dumped = false;
+  std::thread helper([&] {
+    while (g_when_queue.waiting() != 1 || rt().parked_workers() != threads())
+      std::this_thread::yield();
+    {
+      apgas_test::stderr_pipe err;
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (!dumped && std::chrono::steady_clock::now() < give_up) {
+        ::raise(SIGUSR1);
+        for (int i = 0; i < 100 && !dumped; ++i) { // a worker wakes, polls and prints
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          err.read_into(printed);
+          dumped = printed.find("suspended whens:") != std::string::npos &&
+                   printed.find("\n", printed.find("suspended whens:") + 17) != std::string::npos;
+        }
+      }
+    }
+    // An atomic block from this thread (not an activity) releases the when.
+    g_when_queue.begin();
+    go = true;
+    g_when_queue.end();
+  });
+  rt().run([&]() -> task<> { co_await wait_for_gate(go); });
+  helper.join();
+  EXPECT_TRUE(dumped) << printed;
+  EXPECT_NE(printed.find("apgas: place 0: state"), std::string::npos) << printed;
+  EXPECT_NE(printed.find(std::string(__FILE__) + ":" + std::to_string(k_gate_line)),
+            std::string::npos)
+      << printed;
 }
 
 INSTANTIATE_TEST_SUITE_P(policies, atomic_test,

@@ -6,6 +6,7 @@
 #include <apgas/glb.hpp>
 
 #include "../../places_test_main.hpp"
+#include "../../stderr_pipe.hpp"
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -244,6 +245,56 @@ TEST(glb, a_run_from_a_place_other_than_0) {
     });
   });
   EXPECT_EQ(total, 10'000U);
+}
+
+/// A bag that says it has work but whose process() does nothing for a while (a bug a user
+/// could write): the place warns once, then the bag works and the run ends.
+struct stalling_bag {
+  using result_type = std::uint64_t;
+  std::uint64_t stalls = 0; ///< calls of process() left that do nothing
+  std::uint64_t items = 0;
+  std::size_t process(std::size_t n, std::uint64_t& sum) {
+    if (stalls > 0) {
+      --stalls;
+      return 0;
+    }
+    const std::size_t k = std::min<std::size_t>(n, items);
+    items -= k;
+    sum += k;
+    return k;
+  }
+  stalling_bag split() { return {}; } // keeps it in one activity
+  void merge(stalling_bag&& other) { items += std::exchange(other.items, 0); }
+  bool empty() const { return items == 0; }
+  static void reduce(std::uint64_t& into, const std::uint64_t& from) { into += from; }
+  template <class A>
+  void serialize(A& a) {
+    a& stalls& items;
+  }
+};
+
+struct make_stalling_bag {
+  stalling_bag operator()() const {
+    if (apgas::here() != 0) return {};
+    return {apgas::detail::glb::k_no_progress_rounds + 10, 1000};
+  }
+};
+
+TEST(glb, a_bag_that_processes_nothing_while_not_empty_gets_a_warning) {
+  std::string printed;
+  std::uint64_t total = 0;
+  {
+    apgas_test::stderr_pipe err;
+    total = g_rt->run(apgas::glb::run(apgas::glb::default_parameters(), make_stalling_bag{}));
+    err.read_into(printed);
+  }
+  EXPECT_EQ(total, 1000U);
+  if (g_rt->here() == 0) {
+    EXPECT_NE(printed.find("apgas: place 0: glb: a bag's process() did nothing"), std::string::npos)
+        << printed;
+  } else {
+    EXPECT_EQ(printed.find("did nothing"), std::string::npos) << printed;
+  }
 }
 
 } // namespace

@@ -66,6 +66,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -175,6 +176,11 @@ public:
   // ---- the end of the run ----
   /// @brief Items processed so far at this place (any thread).
   std::uint64_t items_so_far() const noexcept;
+  /// @brief The run's state here, for the place's state dump (any thread).
+  std::string describe() const;
+  /// @brief A bag reported work but its process() did nothing `rounds` times in a row: says
+  /// so once per run and place (a bag like that loops forever).
+  void warn_no_progress(std::uint64_t rounds) noexcept;
   /// @brief This place's statistics. pre: the run's finish ended.
   apgas::glb::place_stats stats() const;
 
@@ -218,6 +224,8 @@ private:
   /// Requests waiting (random thieves + lifeline thieves): what working activities look at
   /// between batches. Written under m_lock, read without it (relaxed: a hint).
   std::atomic<std::uint32_t> m_requests{0};
+  /// Set once the no-progress warning was printed (relaxed: it only prevents repeats).
+  std::atomic<bool> m_warned_no_progress{false};
 
   // The thief's wait for an answer. The thief stores itself (release) before it sends its
   // request; the answer's handler takes it (acquire: it sees the thief's writes), stores the
@@ -272,6 +280,9 @@ std::uint64_t items_of(const Bag& b) {
 
 template <class Bag>
 struct deal_fn;
+
+/// @brief Rounds of a bag's process() that did nothing, in a row, before the place warns.
+inline constexpr std::uint64_t k_no_progress_rounds = 100'000;
 
 /// @brief The run of one place with bags of type Bag: the activities that work on bags.
 template <class Bag>
@@ -344,8 +355,13 @@ private:
     const std::size_t n = params().n;
     const bool remote = places() > 1;
     const bool local = workers() > 1;
+    std::uint64_t idle_rounds = 0; // process() did nothing while the bag said it had work
     while (!bag.empty()) {
-      count_items(bag.process(n, result_here()));
+      const std::size_t done = bag.process(n, result_here());
+      count_items(done);
+      if (done == 0 && ++idle_rounds == k_no_progress_rounds) [[unlikely]]
+        warn_no_progress(idle_rounds);
+      else if (done != 0) idle_rounds = 0;
       if (remote) {
         poll();
         if (requests_waiting()) co_await serve(bag);
