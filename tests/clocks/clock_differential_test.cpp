@@ -5,19 +5,18 @@
 //
 //   clock_differential_test [--programs N] [--seed S] [--long] [runtime flags]
 //
-// --programs: how many programs (default: 2,000, a quarter under sanitizers; --long: 20,000);
+// --programs: how many programs (default: 2,000, 1,500 under sanitizers; --long: 20,000);
 // --seed: the first program's seed (each entry of the suite starts elsewhere). A mismatch
 // prints the program's seed, the program, both traces, then the smallest program that still
 // fails (shrunk one operation at a time). A program that runs for more than a minute is
 // reported the same way, with the place's state, and ends the job.
-#include "clock_model.hpp"
-
 #include <apgas/apgas.hpp>
 #include <apgas/clock.hpp>
 #include <apgas/detail/place_engine.hpp>
 #include <apgas/global_ref.hpp>
 
 #include "../places_test_main.hpp"
+#include "clock_model.hpp"
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -45,7 +44,7 @@ using namespace clock_model;
 apgas::runtime* g_rt = nullptr;
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr int k_default_programs = 500;
+constexpr int k_default_programs = 1500;
 #else
 constexpr int k_default_programs = 2000;
 #endif
@@ -189,10 +188,8 @@ task<> spawn_with(registrations& regs, std::array<int, sizeof...(I)> which, op o
       co_await apgas::async_at(o.place, remote_child<0>{}, prog.clocks, *prog.scripts, o.child,
                                o.mask, out);
     else
-      co_await apgas::async_at(o.place,
-                               apgas::clocked(regs[static_cast<std::size_t>(which[I])]...),
-                               remote_child<n>{}, prog.clocks, *prog.scripts, o.child, o.mask,
-                               out);
+      co_await apgas::async_at(o.place, apgas::clocked(regs[static_cast<std::size_t>(which[I])]...),
+                               remote_child<n>{}, prog.clocks, *prog.scripts, o.child, o.mask, out);
   } else {
     const local_child body{prog, o.child, o.mask, out};
     if constexpr (n == 0) co_await apgas::async(body());
@@ -203,7 +200,9 @@ task<> spawn_with(registrations& regs, std::array<int, sizeof...(I)> which, op o
 task<> spawn(registrations& regs, op o, shared_program prog, apgas::global_ref<run_state> out) {
   const std::vector<int> which = clocks_of(o.mask, prog.clocks);
   switch (which.size()) {
-  case 0: co_await spawn_with<>(regs, {}, o, prog, out, std::index_sequence<>{}); break;
+  case 0:
+    co_await spawn_with<>(regs, {}, o, prog, out, std::index_sequence<>{});
+    break;
   case 1:
     co_await spawn_with(regs, {which[0]}, o, prog, out, std::make_index_sequence<1>{});
     break;
@@ -224,19 +223,29 @@ task<> advance_all_of(registrations& regs, int clocks) {
     if (regs[static_cast<std::size_t>(c)].registered()) held.push_back(c);
   auto at = [&](std::size_t i) -> clock& { return regs[static_cast<std::size_t>(held[i])]; };
   switch (held.size()) {
-  case 0: break;
-  case 1: co_await apgas::advance_all(at(0)); break;
-  case 2: co_await apgas::advance_all(at(0), at(1)); break;
-  default: co_await apgas::advance_all(at(0), at(1), at(2)); break;
+  case 0:
+    break;
+  case 1:
+    co_await apgas::advance_all(at(0));
+    break;
+  case 2:
+    co_await apgas::advance_all(at(0), at(1));
+    break;
+  default:
+    co_await apgas::advance_all(at(0), at(1), at(2));
+    break;
   }
 }
 
 /// advance with the phase's reduction.
 task<std::int64_t> advance_reducing(clock& c, int index, std::int64_t value, apgas::signal s) {
   switch (reduction_of(index, c.phase())) {
-  case reduce_op::sum: co_return co_await c.advance(apgas::sum, value, s);
-  case reduce_op::min: co_return co_await c.advance(apgas::min, value, s);
-  case reduce_op::max: co_return co_await c.advance(apgas::max, value, s);
+  case reduce_op::sum:
+    co_return co_await c.advance(apgas::sum, value, s);
+  case reduce_op::min:
+    co_return co_await c.advance(apgas::min, value, s);
+  case reduce_op::max:
+    co_return co_await c.advance(apgas::max, value, s);
   }
   co_return 0;
 }
@@ -244,8 +253,8 @@ task<std::int64_t> advance_reducing(clock& c, int index, std::int64_t value, apg
 void record_state(std::vector<std::int64_t>& trace, const registrations& regs, int clocks) {
   for (int c = 0; c < clocks; ++c) {
     const clock& r = regs[static_cast<std::size_t>(c)];
-    trace.push_back(r.registered() ? static_cast<std::int64_t>(r.phase() * 2 + (r.resumed() ? 1 : 0))
-                                   : -1);
+    trace.push_back(
+        r.registered() ? static_cast<std::int64_t>(r.phase() * 2 + (r.resumed() ? 1 : 0)) : -1);
   }
 }
 
@@ -433,8 +442,8 @@ TEST(clock_differential, random_programs_agree_with_the_model) {
       g_first_seed + 1'000'000ULL * places + 100'000'000ULL * g_rt->threads();
   const bool report = g_rt->here() == 0;
   if (report)
-    std::printf("clock_differential_test: %d programs from seed %llu at %u place(s)\n",
-                g_programs, static_cast<unsigned long long>(base), places);
+    std::printf("clock_differential_test: %d programs from seed %llu at %u place(s)\n", g_programs,
+                static_cast<unsigned long long>(base), places);
   std::optional<watchdog> dog;
   if (report) dog.emplace();
   // What the programs did (from the model), to show the test exercises what it claims to.
@@ -489,8 +498,7 @@ TEST(clock_differential, random_programs_agree_with_the_model) {
                 static_cast<unsigned long long>(activities),
                 static_cast<unsigned long long>(remote),
                 static_cast<unsigned long long>(operations),
-                static_cast<unsigned long long>(advances),
-                static_cast<unsigned long long>(errors));
+                static_cast<unsigned long long>(advances), static_cast<unsigned long long>(errors));
 }
 
 } // namespace

@@ -186,7 +186,8 @@ bool model::step(std::size_t index) {
       child.script = static_cast<int>(o.child);
       child.place = m_places[o.child];
       for (int k = 0; k < m_program.clocks; ++k)
-        if (registered_on(o.mask, k)) child.regs[static_cast<std::size_t>(k)] = a.regs[static_cast<std::size_t>(k)];
+        if (registered_on(o.mask, k))
+          child.regs[static_cast<std::size_t>(k)] = a.regs[static_cast<std::size_t>(k)];
       m_live.push_back(std::move(child)); // may move `a`: not used below
       activity& self = m_live[index];
       record_state(self);
@@ -302,7 +303,8 @@ private:
             o.mask = static_cast<std::uint8_t>(pick(1U << p.clocks));
           } else {
             for (int c = 0; c < p.clocks; ++c)
-              if (registered_on(held, c) && chance(75)) o.mask |= static_cast<std::uint8_t>(1U << c);
+              if (registered_on(held, c) && chance(75))
+                o.mask |= static_cast<std::uint8_t>(1U << c);
           }
           o.remote = chance(m_shape.remote_percent) ? 1 : 0;
           if (o.remote != 0 && (o.mask & resumed) != 0 && !chance(m_shape.misuse_percent))
@@ -322,10 +324,17 @@ private:
         resumed = static_cast<std::uint8_t>(resumed | (held & (1U << o.clock)));
         break;
       case op_kind::advance:
-      case op_kind::advance_reduce: resumed = static_cast<std::uint8_t>(resumed & ~(1U << o.clock)); break;
-      case op_kind::advance_all: resumed = 0; break;
-      case op_kind::drop: held = static_cast<std::uint8_t>(held & ~(1U << o.clock)); break;
-      case op_kind::spawn: break;
+      case op_kind::advance_reduce:
+        resumed = static_cast<std::uint8_t>(resumed & ~(1U << o.clock));
+        break;
+      case op_kind::advance_all:
+        resumed = 0;
+        break;
+      case op_kind::drop:
+        held = static_cast<std::uint8_t>(held & ~(1U << o.clock));
+        break;
+      case op_kind::spawn:
+        break;
       }
       p.scripts[script].push_back(o);
     }
@@ -354,7 +363,9 @@ std::string describe(const program& p) {
     s += fmt::format("  script {} (place {}):", i, where[i]);
     for (const op& o : p.scripts[i]) {
       switch (o.kind) {
-      case op_kind::resume: s += fmt::format(" resume(c{})", o.clock); break;
+      case op_kind::resume:
+        s += fmt::format(" resume(c{})", o.clock);
+        break;
       case op_kind::advance:
         s += fmt::format(" advance(c{}{})", o.clock, o.eager != 0 ? ",eager" : "");
         break;
@@ -363,8 +374,12 @@ std::string describe(const program& p) {
         s += fmt::format(" advance(c{},reduce {}{})", o.clock, o.value,
                          o.eager != 0 ? ",eager" : "");
         break;
-      case op_kind::advance_all: s += " advance_all"; break;
-      case op_kind::drop: s += fmt::format(" drop(c{})", o.clock); break;
+      case op_kind::advance_all:
+        s += " advance_all";
+        break;
+      case op_kind::drop:
+        s += fmt::format(" drop(c{})", o.clock);
+        break;
       case op_kind::spawn:
         s += fmt::format(" spawn(s{},mask={:#x},{})", o.child, o.mask,
                          o.remote != 0 ? fmt::format("at {}", o.place) : std::string("here"));

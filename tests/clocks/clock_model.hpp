@@ -42,9 +42,9 @@ enum class op_kind : std::uint8_t { resume, advance, advance_reduce, advance_all
 /// One operation of an activity's script (bitwise: scripts travel to other places).
 struct op {
   op_kind kind = op_kind::resume;
-  std::uint8_t clock = 0; ///< resume, advance, advance_reduce, drop: which clock
-  std::uint8_t mask = 0;  ///< spawn: the clocks the child is registered on (bit i: clock i)
-  std::uint8_t eager = 0; ///< advance, advance_reduce: signal::eager
+  std::uint8_t clock = 0;  ///< resume, advance, advance_reduce, drop: which clock
+  std::uint8_t mask = 0;   ///< spawn: the clocks the child is registered on (bit i: clock i)
+  std::uint8_t eager = 0;  ///< advance, advance_reduce: signal::eager
   std::uint8_t remote = 0; ///< spawn: by async_at (to `place`, maybe this one), else async
   std::uint32_t place = 0; ///< spawn with remote: the target place
   std::uint32_t child = 0; ///< spawn: the child's script
@@ -66,9 +66,12 @@ inline reduce_op reduction_of(int c, std::uint64_t phase) {
 }
 inline std::int64_t fold(reduce_op r, std::int64_t a, std::int64_t b) {
   switch (r) {
-  case reduce_op::sum: return a + b;
-  case reduce_op::min: return std::min(a, b);
-  case reduce_op::max: return std::max(a, b);
+  case reduce_op::sum:
+    return a + b;
+  case reduce_op::min:
+    return std::min(a, b);
+  case reduce_op::max:
+    return std::max(a, b);
   }
   return 0;
 }

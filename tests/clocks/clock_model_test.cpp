@@ -2,7 +2,6 @@
 // specification on small programs, and its answers independent of the order it runs
 // activities in.
 #include "clock_model.hpp"
-
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -109,7 +108,8 @@ TEST(clock_model, operations_on_a_dropped_clock_are_errors) {
   p.clocks = 1;
   p.scripts = {{drop(0), resume(0), advance(0), drop(0)}};
   const outcome o = model::run(p, 0);
-  EXPECT_EQ(*o.traces[0], (std::vector<std::int64_t>{0, -1, k_error, -1, k_error, -1, k_error, -1}));
+  EXPECT_EQ(*o.traces[0],
+            (std::vector<std::int64_t>{0, -1, k_error, -1, k_error, -1, k_error, -1}));
 }
 
 TEST(clock_model, a_program_waiting_on_two_clocks_crosswise_deadlocks) {
@@ -128,9 +128,8 @@ TEST(clock_model, the_model_gives_the_same_traces_in_any_order) {
     const outcome first = model::run(p, 0);
     ASSERT_FALSE(first.deadlock);
     for (std::uint64_t order = 1; order <= 5; ++order)
-      ASSERT_EQ(model::run(p, order), first)
-          << "seed " << seed << " order " << order << "\n"
-          << describe(p);
+      ASSERT_EQ(model::run(p, order), first) << "seed " << seed << " order " << order << "\n"
+                                             << describe(p);
   }
 }
 

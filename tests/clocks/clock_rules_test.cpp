@@ -4,11 +4,14 @@
 #include <apgas/apgas.hpp>
 #include <apgas/atomic.hpp>
 #include <apgas/clock.hpp>
+#include <apgas/detail/place_engine.hpp>
 
 #include "../places_test_main.hpp"
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -77,7 +80,7 @@ TEST(clock_rules, resume_is_idempotent_and_the_activity_stays_in_its_phase) {
     c.resume(); // a second resume in the same phase does nothing
     const bool stayed = c.phase() == 1 && c.resumed();
     co_await c.advance(); // waits for nothing more: phase 1 has ended
-    co_return stayed && c.phase() == 2 && !c.resumed();
+    co_return stayed&& c.phase() == 2 && !c.resumed();
   });
   EXPECT_TRUE(ok);
 }
@@ -260,6 +263,33 @@ TEST(clock_rules, drop_and_the_end_of_an_activity_release_only_their_own_registr
   EXPECT_TRUE(ok);
 }
 
+TEST(clock_rules, a_clock_whose_registrations_are_all_gone_is_freed) {
+  // Local clocks whose activities resumed before they dropped, and distributed ones: none is
+  // left in the place's table once the run is over.
+  g_rt->run([]() -> task<> {
+    for (int i = 0; i < 100; ++i) {
+      co_await apgas::finish([&]() -> task<> {
+        clock c = co_await clock::make();
+        co_await apgas::async(apgas::clocked(c), [](clock mine) { mine.resume(); });
+        if (i % 2 == 0)
+          co_await apgas::async_at(apgas::places() - 1, apgas::clocked(c),
+                                   [](clock mine) -> task<> { co_await mine.advance(); });
+        c.resume();
+      });
+    }
+  });
+  // A last report may still be on its way here when the run ends (it raced the run's end):
+  // the place's watcher delivers it.
+  std::string dump;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  do {
+    dump = apgas::detail::place_engine::current().describe_state();
+    if (dump.find("clocks: none") != std::string::npos) break;
+    std::this_thread::yield();
+  } while (std::chrono::steady_clock::now() < give_up);
+  EXPECT_NE(dump.find("clocks: none"), std::string::npos) << dump;
+}
+
 // ---- misuse: an exception at the misusing activity --------------------------------------------
 
 TEST(clock_rules, operations_on_a_dropped_clock_throw) {
@@ -296,9 +326,8 @@ TEST(clock_rules, a_clocked_async_by_a_plain_child_with_its_parents_clock_throws
   EXPECT_NE(clock_error_of([]() -> task<> {
               clock c = co_await clock::make();
               co_await apgas::finish([&]() -> task<> {
-                co_await apgas::async([&c]() -> task<> {
-                  co_await apgas::async(apgas::clocked(c), [](clock) {});
-                });
+                co_await apgas::async(
+                    [&c]() -> task<> { co_await apgas::async(apgas::clocked(c), [](clock) {}); });
               });
             }).find("not registered on the clock"),
             std::string::npos);
@@ -384,18 +413,21 @@ TEST(clock_rules, reductions_that_disagree_across_places_fail_every_contributor)
     try {
       co_await apgas::clocked_finish([&](clock& c) -> task<> {
         for (place_id p = 0; p < apgas::places(); ++p)
-          co_await apgas::async_at(p, apgas::clocked(c), [](clock mine, place_id q) -> task<> {
-            bool failed = false;
-            try {
-              if (q % 2 == 0) (void)co_await mine.advance(apgas::sum, 1L);
-              else (void)co_await mine.advance(apgas::max, 1L);
-            } catch (const apgas::clock_use_exception&) {
-              failed = true;
-            }
-            const long n = co_await mine.advance(apgas::sum, 1L);
-            if (!failed && apgas::places() > 1) throw std::runtime_error("no failure seen");
-            if (n != static_cast<long>(apgas::places())) throw std::runtime_error("next phase");
-          }, p);
+          co_await apgas::async_at(
+              p, apgas::clocked(c),
+              [](clock mine, place_id q) -> task<> {
+                bool failed = false;
+                try {
+                  if (q % 2 == 0) (void)co_await mine.advance(apgas::sum, 1L);
+                  else (void)co_await mine.advance(apgas::max, 1L);
+                } catch (const apgas::clock_use_exception&) {
+                  failed = true;
+                }
+                const long n = co_await mine.advance(apgas::sum, 1L);
+                if (!failed && apgas::places() > 1) throw std::runtime_error("no failure seen");
+                if (n != static_cast<long>(apgas::places())) throw std::runtime_error("next phase");
+              },
+              p);
         co_return;
       });
       after = 1;
@@ -426,8 +458,7 @@ TEST(clock_rules, a_reduction_operation_that_throws_fails_every_contributor) {
       try {
         std::rethrow_exception(inner);
       } catch (const std::exception& x) {
-        if (std::string(x.what()).find("bounded_sum: over 100") != std::string::npos)
-          ++failures;
+        if (std::string(x.what()).find("bounded_sum: over 100") != std::string::npos) ++failures;
       }
     }
   } catch (const apgas::remote_exception& e) { // elsewhere: the run failed at place 0
