@@ -12,6 +12,7 @@
 #include "apgas/detail/active_messages.hpp"
 #include "apgas/detail/code_registry.hpp"
 #include "apgas/finish.hpp"
+#include "apgas/remote_exceptions.hpp"
 #include "apgas/serialization.hpp"
 #include "apgas/task.hpp"
 
@@ -31,30 +32,29 @@ namespace apgas {
 /// @brief The index of a place: 0 .. places()-1.
 using place_id = detail::place_id;
 
-/// @brief A place id that names no place. Thrown at the caller, before anything is sent.
+/// @brief A place that cannot serve the operation (X10's BadPlaceException): a place id that
+/// names no place (thrown at the caller, before anything is sent), or a global_ref used away
+/// from its home.
 class bad_place : public std::out_of_range {
 public:
+  /// what(): "apgas: place <p> does not exist (places are 0 to <count - 1>)".
   bad_place(place_id p, place_id count);
+  /// @brief Place `p` refused, for the reason `what` gives.
+  bad_place(place_id p, const std::string& what) : std::out_of_range(what), m_place(p) {}
+  /// @brief The place that was named (or where a global_ref was used).
   place_id place() const noexcept { return m_place; }
+
+  // It crosses places whole (see <apgas/remote_exceptions.hpp>).
+  friend void apgas_serialize(byte_writer& w, const bad_place& e) {
+    serialize_all(w, e.m_place, std::string(e.what()));
+  }
+  friend bad_place apgas_deserialize(byte_reader& r, std::type_identity<bad_place>) {
+    auto [p, what] = deserialize_all<place_id, std::string>(r);
+    return bad_place(p, what);
+  }
 
 private:
   place_id m_place;
-};
-
-/// @brief An exception thrown by an activity at another place, as it arrives here: the place,
-/// the exception's type and its what().
-class remote_exception : public std::runtime_error {
-public:
-  /// what(): "at place <where>: <text>".
-  remote_exception(place_id where, const std::string& text);
-  /// @brief The place where the exception was thrown.
-  place_id place() const noexcept { return m_place; }
-  /// @brief The exception as that place described it: its type and its what().
-  const std::string& text() const noexcept { return m_text; }
-
-private:
-  place_id m_place;
-  std::string m_text;
 };
 
 /// @brief This place.
@@ -112,9 +112,6 @@ template <class F, class... Args>
 task<> async_body(std::tuple<Args...> args) {
   co_await apply_owned<F>(args);
 }
-
-/// @brief Turns the current exception into the text a remote_exception carries.
-std::string describe_current_exception();
 
 /// @brief What an `at` body computed: its value (a bool for void), or the error it threw.
 template <class R>
