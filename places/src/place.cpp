@@ -1,5 +1,8 @@
-// The out-of-line parts of <apgas/place.hpp>: its exception, here() and places().
+// The out-of-line parts of <apgas/place.hpp> (its exception, here() and places()) and of
+// <apgas/global_ref.hpp>.
 #include "apgas/place.hpp"
+
+#include "apgas/global_ref.hpp"
 
 #include <fmt/format.h>
 
@@ -12,5 +15,18 @@ bad_place::bad_place(place_id p, place_id count)
 
 place_id here() { return detail::active_messages::current().here(); }
 place_id places() { return detail::active_messages::current().places(); }
+
+namespace detail {
+
+void throw_global_ref_misuse(place_id home, bool null) {
+  if (null) throw std::invalid_argument("apgas: a null global_ref was dereferenced");
+  const place_id here = apgas::here();
+  throw bad_place(here, fmt::format("apgas: a global_ref to an object at place {} was "
+                                    "dereferenced at place {}; use it at its home (at(ref.home(), "
+                                    "...))",
+                                    home, here));
+}
+
+} // namespace detail
 
 } // namespace apgas

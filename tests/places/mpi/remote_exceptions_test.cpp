@@ -1,8 +1,8 @@
 // Failures that cross places keep their shape: an `at` fails once, to its caller, on every path;
 // a remote finish's multiple_exceptions arrives whole, its failures counted and placed; known
 // and registered types are rethrown as themselves (apgas::remote<E>), anything else as a
-// remote_exception. Run by ctest under mpiexec -n 1, 2 and 4 (every place runs the same tests
-// in the same order; assertions may fail at any place).
+// remote_exception; a global_ref used wrongly says so. Run by ctest under mpiexec -n 1, 2 and 4
+// (every place runs the same tests in the same order; assertions may fail at any place).
 #include <apgas/apgas.hpp>
 
 #include "../../places_test_main.hpp"
@@ -413,6 +413,35 @@ TEST(remote_exceptions, a_failed_run_reaches_every_place_with_its_types) {
       seen,
       (std::vector<std::string>{
           "std::length_error at " + std::to_string(g_rt->places() - 1) + ": remote async", root}));
+}
+
+TEST(remote_exceptions, a_global_ref_used_wrongly_throws_and_says_why) {
+  const std::vector<std::string> seen = g_rt->run([]() -> task<std::vector<std::string>> {
+    std::vector<std::string> seen;
+    try {
+      (void)*apgas::global_ref<long>{};
+    } catch (const std::invalid_argument& e) {
+      seen.push_back(e.what());
+    }
+    static long value = 7;
+    const apgas::global_ref<long> ref(value);
+    seen.push_back(std::to_string(*ref));
+    for (place_id p = 1; p < apgas::places(); ++p) {
+      try {
+        co_await at(
+            p, [](apgas::global_ref<long> r) { return *r; }, ref);
+      } catch (const apgas::bad_place& e) {
+        seen.push_back(std::to_string(e.place()) + ": " + e.what());
+      }
+    }
+    co_return seen;
+  });
+  std::vector<std::string> expected{"apgas: a null global_ref was dereferenced", "7"};
+  for (place_id p = 1; p < g_rt->places(); ++p)
+    expected.push_back(std::to_string(p) + ": apgas: a global_ref to an object at place 0 was " +
+                       "dereferenced at place " + std::to_string(p) +
+                       "; use it at its home (at(ref.home(), ...))");
+  EXPECT_EQ(seen, expected);
 }
 
 } // namespace
