@@ -10,12 +10,17 @@
 #include "apgas/detail/scheduler.hpp"
 #include "apgas/detail/when_queue.hpp"
 #include "apgas/detail/worker.hpp"
+#include "apgas/remote_exceptions.hpp"
 
 #include "clock_protocol.hpp"
 #include "clock_proxy.hpp"
 
 #include <chrono>
 #include <utility>
+
+// Misuse at another place reaches its caller or finish as itself (here: every program that
+// makes a clock links this file).
+APGAS_REGISTER_EXCEPTION(apgas::clock_use_exception);
 
 namespace apgas {
 

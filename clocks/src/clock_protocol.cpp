@@ -3,6 +3,7 @@
 #include "clock_protocol.hpp"
 
 #include "apgas/detail/code_registry.hpp"
+#include "apgas/detail/exception_codec.hpp"
 #include "apgas/detail/message_format.hpp"
 #include "apgas/detail/scheduler.hpp"
 #include "apgas/serialization.hpp"
@@ -23,31 +24,23 @@ namespace {
 /// then its size and bytes, or for a failure whether it is a mismatch and the exception.
 constexpr std::int64_t k_failed_partial = -1;
 
-void put_partial(byte_writer& w, const clock_partial& p) {
+void put_partial(byte_writer& w, const clock_partial& p, place_id here) {
   if (p.failed()) {
-    serialize_all(w, k_failed_partial, static_cast<std::uint8_t>(p.failure->mismatch ? 1 : 0));
-    std::string text;
-    if (p.failure->error != nullptr) {
-      try {
-        std::rethrow_exception(p.failure->error);
-      } catch (...) {
-        text = describe_current_exception();
-      }
-    }
-    serialize(w, text);
+    const bool mismatch = p.failure->mismatch || p.failure->error == nullptr;
+    serialize_all(w, k_failed_partial, static_cast<std::uint8_t>(mismatch ? 1 : 0));
+    if (!mismatch) write_exception(w, p.failure->error, here); // with its type and place
     return;
   }
   const std::int64_t code = p.empty() ? 0 : code_offset(reinterpret_cast<const void*>(p.combine));
   serialize_all(w, code, p.size);
   w.write_bytes(p.value.data(), p.empty() ? 0 : p.size);
 }
-clock_partial get_partial(byte_reader& r, place_id from) {
+clock_partial get_partial(byte_reader& r, place_id places) {
   clock_partial p;
   const auto code = deserialize<std::int64_t>(r);
   if (code == k_failed_partial) {
     const bool mismatch = deserialize<std::uint8_t>(r) != 0;
-    const auto text = deserialize<std::string>(r);
-    p.fail(mismatch, mismatch ? nullptr : std::make_exception_ptr(remote_exception(from, text)));
+    p.fail(mismatch, mismatch ? nullptr : read_exception(r, places));
     return p;
   }
   const auto size = deserialize<std::uint32_t>(r);
@@ -201,7 +194,7 @@ void clock_protocol::write_report(std::vector<std::byte>& out, const clock_proxy
   byte_writer w(out);
   w.write_bytes(head.data(), head.size());
   serialize(w, r.sent);
-  put_partial(w, r.partial);
+  put_partial(w, r.partial, px.module().here());
 }
 
 void clock_protocol::send_release(const clock_proxy& px, const clock_phase_end& end) {
@@ -209,7 +202,7 @@ void clock_protocol::send_release(const clock_proxy& px, const clock_phase_end& 
   byte_writer w(bytes);
   serialize_all(w, px.id().home, px.id().serial, end.phase,
                 static_cast<std::uint8_t>(end.last ? 1 : 0));
-  put_partial(w, end.result);
+  put_partial(w, end.result, m_here);
   std::vector<place_id> targets = end.reported_at;
   std::erase(targets, m_here);
   if (targets.empty()) return;
@@ -231,7 +224,7 @@ void clock_protocol::on_report(place_id from, std::span<const std::byte> body) {
   rep.completed = deserialize<std::uint64_t>(r);
   rep.carried = deserialize<std::uint64_t>(r);
   rep.sent = deserialize<std::vector<std::pair<place_id, std::uint64_t>>>(r);
-  rep.partial = get_partial(r, from);
+  rep.partial = get_partial(r, m_places);
   r.expect_end();
   if (rep.first_phase == 0 || rep.phase < rep.first_phase)
     throw transport_error("apgas: a clock report arrived damaged");
@@ -241,7 +234,7 @@ void clock_protocol::on_report(place_id from, std::span<const std::byte> body) {
   px->release();
 }
 
-void clock_protocol::on_release(place_id from, std::span<const std::byte> body) {
+void clock_protocol::on_release(place_id /*from*/, std::span<const std::byte> body) {
   byte_reader r(body);
   clock_id id;
   clock_phase_end end;
@@ -249,7 +242,7 @@ void clock_protocol::on_release(place_id from, std::span<const std::byte> body) 
   id.serial = deserialize<std::uint64_t>(r);
   end.phase = deserialize<std::uint64_t>(r);
   end.last = deserialize<std::uint8_t>(r) != 0;
-  end.result = get_partial(r, from);
+  end.result = get_partial(r, m_places);
   r.expect_end();
   clock_proxy* px = find(id, nullptr);
   if (px == nullptr) {

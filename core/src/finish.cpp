@@ -1,4 +1,4 @@
-// Out-of-line parts of finish: completion, and gathering exceptions.
+// Out-of-line parts of finish: completion, and gathering exceptions (and how they are named).
 #include "apgas/detail/activity.hpp"
 #include "apgas/exceptions.hpp"
 
@@ -14,6 +14,7 @@ std::string describe(const std::exception_ptr& e) {
   try {
     std::rethrow_exception(e);
   } catch (const std::exception& x) {
+    if (const remote_origin* origin = origin_of(x)) return origin->describe();
     return x.what();
   } catch (...) {
     return "a non-standard exception";
@@ -51,6 +52,22 @@ std::vector<std::exception_ptr> multiple_exceptions::flattened() const {
   std::vector<std::exception_ptr> out;
   flatten_into(m_errors, out);
   return out;
+}
+
+std::string remote_origin::describe() const {
+  return fmt::format("at place {}: {}{}{}", m_place, m_type_name, m_type_name.empty() ? "" : ": ",
+                     what_there());
+}
+
+const remote_origin* origin_of(const std::exception_ptr& e) noexcept {
+  if (!e) return nullptr;
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return origin_of(x); // the object lives in `e`, not in this handler
+  } catch (...) {
+  }
+  return nullptr;
 }
 
 namespace detail {

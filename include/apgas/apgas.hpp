@@ -1,5 +1,5 @@
-/// @file The umbrella header of apgas: tasks, async/finish, places, serialization, runtime,
-/// message counts, collectives, aggregators, clocks, atomic and when.
+/// @file The umbrella header of apgas: tasks, async/finish, places, exceptions across places,
+/// serialization, runtime, message counts, collectives, aggregators, clocks, atomic and when.
 ///
 /// It lives above the layers it gathers (core, places, clocks), with the apgas::apgas target
 /// that links them all: no layer includes a layer above it.
@@ -13,5 +13,6 @@
 #include "apgas/global_ref.hpp"
 #include "apgas/message_counts.hpp"
 #include "apgas/place.hpp"
+#include "apgas/remote_exceptions.hpp"
 #include "apgas/runtime.hpp"
 #include "apgas/serialization.hpp"

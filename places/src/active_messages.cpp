@@ -3,6 +3,7 @@
 #include "apgas/detail/active_messages.hpp"
 
 #include "apgas/detail/code_registry.hpp"
+#include "apgas/detail/exception_codec.hpp"
 #include "apgas/detail/place_engine.hpp"
 #include "apgas/place.hpp"
 
@@ -150,14 +151,23 @@ void active_messages::finish_reply(place_id to, std::vector<std::byte>& out, std
   m_net->send_now_framed(to, out); // the caller is suspended until this arrives
 }
 
-void active_messages::send_reply(reply_address to, bool ok, std::span<const std::byte> payload) {
-  // Frame header, kind, token, ok flag, then the payload.
-  constexpr std::size_t k_reply_head_bytes = k_frame_header + 1 + sizeof(to.token) + 1;
-  std::vector<std::byte> bytes;
-  bytes.reserve(k_reply_head_bytes + payload.size()); // (also spares GCC a false warning)
-  const std::size_t ok_at = start_reply(bytes, to);
-  bytes.insert(bytes.end(), payload.begin(), payload.end());
-  finish_reply(to.place, bytes, ok_at, ok);
+void active_messages::send_error_reply(reply_address to, const std::exception_ptr& error) {
+  // A buffer of its own, not this thread's message buffer: a handler may call this while the
+  // thread is inside a send that waits for room (and polls), whose message that buffer holds.
+  std::vector<std::byte> out;
+  const std::size_t ok_at = start_reply(out, to);
+  byte_writer w(out);
+  write_exception(w, error, m_here);
+  finish_reply(to.place, out, ok_at, false);
+}
+
+std::exception_ptr
+active_messages::read_error_reply(std::span<const std::byte> payload) const noexcept {
+  try {
+    return decode_exception(payload, m_places);
+  } catch (...) {
+    return std::current_exception();
+  }
 }
 
 // ---- receiving -------------------------------------------------------------------------------
@@ -232,12 +242,10 @@ void active_messages::on_activity(place_id from, std::span<const std::byte> body
     }
   } catch (...) { // the arguments did not deserialize: the activity fails at once
     std::exception_ptr error = std::current_exception();
-    if (is_at) {
-      const std::string text = describe_current_exception();
-      send_reply(reply_address{from, token}, false,
-                 std::as_bytes(std::span(text.data(), text.size())));
-    }
-    m_finish.arrive_failed(id, from, std::move(error));
+    // An `at`'s failure goes to its caller only (as when its body throws): its activity ends
+    // without failing the finish, unless the reply cannot be sent.
+    if (is_at) m_finish.run_arrived(id, from, [&] { send_error_reply({from, token}, error); });
+    else m_finish.arrive_failed(id, from, std::move(error));
     return;
   }
   m_finish.gather(id, from, p);

@@ -2,6 +2,7 @@
 // proxies, reports, asks and cleanups.
 #include "distributed_finish.hpp"
 
+#include "apgas/detail/exception_codec.hpp"
 #include "apgas/detail/place_engine.hpp"
 #include "apgas/detail/scheduler.hpp"
 #include "apgas/place.hpp"
@@ -31,27 +32,22 @@ finish_id get_finish_id(byte_reader& r) {
   id.serial = deserialize<std::uint64_t>(r);
   return id;
 }
-/// The exceptions gathered in `fs`, as the texts a report carries; `fs` forgets them.
-std::vector<std::string> take_error_texts(finish_state& fs) {
-  std::vector<std::string> texts;
+/// The exceptions gathered in `fs` (a report carries them home); `fs` forgets them.
+std::vector<std::exception_ptr> take_errors(finish_state& fs) {
   std::lock_guard guard(fs.m_exceptions_lock);
-  if (fs.m_exceptions == nullptr) return texts;
-  for (const auto& e : *fs.m_exceptions) {
-    try {
-      std::rethrow_exception(e);
-    } catch (...) {
-      texts.push_back(describe_current_exception());
-    }
-  }
+  if (fs.m_exceptions == nullptr) return {};
+  std::vector<std::exception_ptr> errors = std::move(*fs.m_exceptions);
   fs.discard_exceptions();
-  return texts;
+  return errors;
 }
 /// A report's payload (its kind and its sender are the tree's, see tree_messaging.hpp).
 std::vector<std::byte> encode_report(const finish_report& rep,
-                                     const std::vector<std::string>& errors) {
+                                     const std::vector<std::exception_ptr>& errors) {
   std::vector<std::byte> bytes;
   byte_writer w(bytes);
-  serialize_all(w, rep.id.home, rep.id.serial, rep.seq, rep.completed, rep.sent, errors);
+  serialize_all(w, rep.id.home, rep.id.serial, rep.seq, rep.completed, rep.sent);
+  w.write_length(errors.size());
+  for (const std::exception_ptr& e : errors) write_exception(w, e, rep.from);
   return bytes;
 }
 
@@ -309,7 +305,7 @@ void distributed_finish::take_and_send_report(proxy& px,
   // pre: guard holds px.lock and px's count is zero.
   try {
     const finish_report rep = px.tally.take_report(px.id, m_here);
-    const std::vector<std::string> errors = take_error_texts(px.fs);
+    std::vector<std::exception_ptr> errors = take_errors(px.fs);
     ++px.reports;
     // A held report leaves the held list with it (an ask came, or its hold expired):
     // otherwise the place would think a report due and poll often until then.
@@ -324,7 +320,11 @@ void distributed_finish::take_and_send_report(proxy& px,
       map_guard.unlock();
       delete owned;
     }
-    if (rep.id.home == m_here) return apply_report(rep, errors);
+    if (rep.id.home == m_here) {
+      // As if they had travelled: a failure of an async_at is the same at every place.
+      for (std::exception_ptr& e : errors) e = across_places(e, m_here, m_places);
+      return apply_report(rep, errors);
+    }
     m_counters.reports_sent.fetch_add(1, std::memory_order_relaxed); // a statistic
     // Up the finish's tree: at many places the reports reach the home in batches.
     m_tree.send_up(rep.id.home, m_kind_report, encode_report(rep, errors));
@@ -344,7 +344,8 @@ void distributed_finish::on_report(place_id from, std::span<const std::byte> bod
   rep.seq = deserialize<std::uint64_t>(r);
   rep.completed = deserialize<std::uint64_t>(r);
   rep.sent = deserialize<std::vector<std::pair<place_id, std::uint64_t>>>(r);
-  const auto errors = deserialize<std::vector<std::string>>(r);
+  std::vector<std::exception_ptr> errors(r.read_length(k_min_exception_bytes));
+  for (std::exception_ptr& e : errors) e = read_exception(r, m_places);
   r.expect_end();
   const bool known = rep.id.home == m_here && [&] {
     std::lock_guard guard(m_homes_mutex);
@@ -360,7 +361,7 @@ void distributed_finish::on_report(place_id from, std::span<const std::byte> bod
 }
 
 void distributed_finish::apply_report(const finish_report& rep,
-                                      const std::vector<std::string>& errors) {
+                                      const std::vector<std::exception_ptr>& errors) {
   finish_state* f = nullptr;
   {
     std::lock_guard guard(m_homes_mutex);
@@ -373,8 +374,7 @@ void distributed_finish::apply_report(const finish_report& rep,
     f = it->second;
   }
   home_link& link = *home_link_of(*f);
-  for (const auto& text : errors)
-    f->add_exception(std::make_exception_ptr(remote_exception(rep.from, text)));
+  for (const std::exception_ptr& e : errors) f->add_exception(e);
   for (const auto& [to, n] : rep.sent) link.touch(to);
   link.touch(rep.from);
   std::vector<place_id> ask;

@@ -7,6 +7,7 @@
 //   (activities) arrive through active messages, which hand them here (gather): the first one
 //            of a finish at a place opens its proxy
 //   report   finish id, seq, completed, sent[], errors[]  place -> home: its part went quiet
+//            (errors: a count, then each as exception_codec.hpp writes it)
 //   ask      finish id                                     home -> place: report when quiet
 //   cleanup  finish id                                     home -> places: the finish ended
 //
@@ -210,7 +211,7 @@ private:
     }
   }
   void take_and_send_report(proxy& px, std::unique_lock<spin_lock> guard) noexcept;
-  void apply_report(const finish_report& r, const std::vector<std::string>& errors);
+  void apply_report(const finish_report& r, const std::vector<std::exception_ptr>& errors);
   /// Asks `places` (but here) for the reports of finish `id` they hold (they leave at once).
   void send_asks(const finish_id& id, std::vector<place_id> places);
   void complete_from_outside(finish_state& f);

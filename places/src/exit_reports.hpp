@@ -3,9 +3,9 @@
 //   SIGTERM, SIGINT        "apgas: place 1: stopped by SIGTERM", then the signal's default
 //                          action (mpiexec passes the signal on to every rank, Slurm's scancel
 //                          sends SIGTERM to every task: each place says so once)
-//   uncaught exception     "apgas: place 1: uncaught apgas::remote_exception: at place 1: ...",
-//                          then exit code 1 (std::terminate's abort would make Open MPI print a
-//                          backtrace at every rank)
+//   uncaught exception     "apgas: place 1: uncaught apgas::multiple_exceptions: 1 activity
+//                          failed: at place 3: ...", then exit code 1 (std::terminate's abort
+//                          would make Open MPI print a backtrace at every rank)
 //
 // Nothing keeps a place alive: a signal still ends it, as it would without the handler.
 #pragma once

@@ -1,13 +1,10 @@
-// The out-of-line parts of <apgas/place.hpp>: its exceptions, here() and places().
+// The out-of-line parts of <apgas/place.hpp> (its exception, here() and places()) and of
+// <apgas/global_ref.hpp>.
 #include "apgas/place.hpp"
 
-#include "apgas/exceptions.hpp"
+#include "apgas/global_ref.hpp"
 
-#include <cxxabi.h>
 #include <fmt/format.h>
-
-#include <cstdlib>
-#include <typeinfo>
 
 namespace apgas {
 
@@ -16,44 +13,20 @@ bad_place::bad_place(place_id p, place_id count)
                                     count == 0 ? 0 : count - 1)),
       m_place(p) {}
 
-remote_exception::remote_exception(place_id where, const std::string& text)
-    : std::runtime_error(fmt::format("at place {}: {}", where, text)), m_place(where),
-      m_text(text) {}
-
 place_id here() { return detail::active_messages::current().here(); }
 place_id places() { return detail::active_messages::current().places(); }
 
 namespace detail {
 
-namespace {
-std::string demangle(const char* name) {
-  int status = 0;
-  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  std::string out = status == 0 && d != nullptr ? d : name;
-  std::free(d);
-  return out;
-}
-} // namespace
-
-std::string describe_current_exception() {
-  try {
-    throw;
-  } catch (const multiple_exceptions& e) {
-    std::string s = "apgas::multiple_exceptions:";
-    for (const auto& inner : e.flattened()) {
-      try {
-        std::rethrow_exception(inner);
-      } catch (...) {
-        s += " [" + describe_current_exception() + "]";
-      }
-    }
-    return s;
-  } catch (const std::exception& e) {
-    return demangle(typeid(e).name()) + ": " + e.what();
-  } catch (...) {
-    return "an exception of unknown type";
-  }
+void throw_global_ref_misuse(place_id home, bool null) {
+  if (null) throw std::invalid_argument("apgas: a null global_ref was dereferenced");
+  const place_id here = apgas::here();
+  throw bad_place(here, fmt::format("apgas: a global_ref to an object at place {} was "
+                                    "dereferenced at place {}; use it at its home (at(ref.home(), "
+                                    "...))",
+                                    home, here));
 }
 
 } // namespace detail
+
 } // namespace apgas

@@ -3,20 +3,15 @@
 
 #include "apgas/detail/place_engine.hpp"
 
-#include <cstring>
-
 namespace apgas::detail {
 
 run_protocol::run_protocol(place_engine& engine)
     : m_engine(engine),
       m_kind_run_end(engine.add_handler<&run_protocol::on_run_end>(*this, "run end")) {}
 
-void run_protocol::announce_run_end(bool ok, place_id failed_at,
-                                    std::span<const std::byte> payload) {
+void run_protocol::announce_run_end(bool ok, std::span<const std::byte> payload) {
   std::vector<std::byte> bytes{static_cast<std::byte>(m_kind_run_end),
                                static_cast<std::byte>(ok ? 1 : 0)};
-  bytes.resize(bytes.size() + sizeof failed_at);
-  std::memcpy(bytes.data() + 2, &failed_at, sizeof failed_at);
   bytes.insert(bytes.end(), payload.begin(), payload.end());
   for (place_id p = 0; p < m_engine.places(); ++p)
     if (p != m_engine.here()) m_engine.net().send(p, bytes);
@@ -32,12 +27,11 @@ run_end run_protocol::await_run_end() {
 }
 
 void run_protocol::on_run_end(place_id /*from*/, std::span<const std::byte> body) {
+  if (body.empty()) [[unlikely]]
+    throw transport_error("apgas: a run-end message without its ok flag");
   run_end end;
-  if (body.size() < 1 + sizeof end.failed_at) [[unlikely]]
-    throw transport_error("apgas: a run-end message without its ok flag and place");
   end.ok = body[0] != std::byte{0};
-  std::memcpy(&end.failed_at, body.data() + 1, sizeof end.failed_at);
-  end.payload.assign(body.begin() + 1 + sizeof end.failed_at, body.end());
+  end.payload.assign(body.begin() + 1, body.end());
   std::lock_guard guard(m_mutex);
   m_ends.push_back(std::move(end));
   m_cv.notify_all();

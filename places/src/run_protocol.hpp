@@ -4,7 +4,7 @@
 // ready before any sends.)
 //
 // Messages:
-//   run end  ok flag, the failing place (4 bytes), then the value's bytes or the error text
+//   run end  ok flag, then the value's bytes or the error (as exception_codec.hpp writes it)
 //            place 0 -> every other place
 #pragma once
 
@@ -23,8 +23,7 @@ namespace apgas::detail {
 /// @brief How a run ended, as place 0 announced it.
 struct run_end {
   bool ok = true;
-  place_id failed_at = 0;         ///< if !ok: the place where the (first) failure was
-  std::vector<std::byte> payload; ///< the value's bytes, or the error text
+  std::vector<std::byte> payload; ///< the value's bytes, or the error
 };
 
 /// @brief The run-end module of a place. Thread-safety: any thread.
@@ -32,9 +31,9 @@ class run_protocol final : public protocol_module {
 public:
   explicit run_protocol(place_engine& engine);
 
-  /// @brief Place 0: tells every other place that the run ended, with its value (ok) or the
-  /// error text and the place where the failure was.
-  void announce_run_end(bool ok, place_id failed_at, std::span<const std::byte> payload);
+  /// @brief Place 0: tells every other place that the run ended, with its value (ok) or its
+  /// error.
+  void announce_run_end(bool ok, std::span<const std::byte> payload);
   /// @brief Places other than 0: waits for place 0's announce_run_end (the workers serve
   /// meanwhile; the caller is not a worker).
   run_end await_run_end();

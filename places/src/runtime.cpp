@@ -2,9 +2,9 @@
 // and its protocol modules.
 #include "apgas/runtime.hpp"
 
+#include "apgas/detail/exception_codec.hpp"
 #include "apgas/detail/place_engine.hpp"
 #include "apgas/detail/place_modules.hpp"
-#include "apgas/exceptions.hpp"
 #include "apgas/message_counts.hpp"
 
 #include "build_identity.hpp"
@@ -48,31 +48,6 @@ void report_build_mismatch(place_id here, const std::vector<std::uint64_t>& buil
       stderr, "apgas: place %u (on %s) runs %s, build %016llx, not place 0's build %016llx\n", here,
       host.data(), detail::build_path().c_str(), static_cast<unsigned long long>(builds[here]),
       static_cast<unsigned long long>(builds[0]));
-}
-
-/// Where a failed run failed and what happened, for the places other than 0: its first failure
-/// (inside nested finishes), at the place where it was thrown.
-std::pair<place_id, std::string> describe_run_failure(const std::exception_ptr& error,
-                                                      place_id here) {
-  std::vector<std::exception_ptr> failures;
-  try {
-    std::rethrow_exception(error);
-  } catch (const multiple_exceptions& e) {
-    failures = e.flattened();
-  } catch (...) {
-  }
-  if (failures.empty()) failures.push_back(error);
-  std::pair<place_id, std::string> out{here, {}};
-  try {
-    std::rethrow_exception(failures.front());
-  } catch (const remote_exception& e) {
-    out = {e.place(), e.text()};
-  } catch (...) {
-    out.second = detail::describe_current_exception();
-  }
-  if (failures.size() > 1)
-    out.second += fmt::format(" (the first of {} failures)", failures.size());
-  return out;
 }
 
 } // namespace
@@ -148,21 +123,15 @@ runtime::~runtime() {
   m_exit_reports.reset();
 }
 
-void runtime::end_run(std::span<const std::byte> value) {
-  m_runs->announce_run_end(true, 0, value);
-}
+void runtime::end_run(std::span<const std::byte> value) { m_runs->announce_run_end(true, value); }
 
 void runtime::fail_run(std::exception_ptr error) {
-  const auto [where, text] = describe_run_failure(error, here());
-  m_runs->announce_run_end(false, where, std::as_bytes(std::span(text.data(), text.size())));
+  m_runs->announce_run_end(false, detail::encode_exception(error, here()));
 }
 
 std::vector<std::byte> runtime::wait_run_end() {
   detail::run_end end = m_runs->await_run_end();
-  if (!end.ok)
-    throw remote_exception(
-        end.failed_at,
-        std::string(reinterpret_cast<const char*>(end.payload.data()), end.payload.size()));
+  if (!end.ok) std::rethrow_exception(detail::decode_exception(end.payload, places()));
   return std::move(end.payload);
 }
 

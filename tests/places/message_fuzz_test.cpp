@@ -5,6 +5,7 @@
 // bounds, crash or jump to code that is not a registered entry point. Run under ASan and UBSan
 // by the sanitizer preset. Deterministic (seeded) and bounded in time for CI.
 #include <apgas/apgas.hpp>
+#include <apgas/detail/exception_codec.hpp>
 #include <apgas/detail/message_format.hpp>
 #include <apgas/detail/place_engine.hpp>
 #include <apgas/detail/place_modules.hpp>
@@ -163,14 +164,17 @@ std::vector<sample> samples(const place_engine& engine) {
     std::vector<std::byte> report;
     apgas::byte_writer w(report);
     apgas::serialize_all(w, place_id{1}, serial, std::uint64_t{0}, std::uint64_t{1},
-                         std::vector<std::pair<place_id, std::uint64_t>>{{2, 1}},
-                         std::vector<std::string>{"an error"});
+                         std::vector<std::pair<place_id, std::uint64_t>>{{2, 1}});
+    // Its errors: a count, then each as the exception codec writes it (a nested one).
+    w.write_length(1);
+    const auto failure = std::make_exception_ptr(std::out_of_range("an error"));
+    write_exception(w, std::make_exception_ptr(apgas::multiple_exceptions({failure, failure})), 0);
     s.push_back({"finish report", report});
   }
   s.push_back({"finish ask", packed(home, serial)});
   s.push_back({"finish cleanup", packed(home, serial)});
-  // ok flag, failing place, value
-  s.push_back({"run end", packed(std::uint8_t{1}, place_id{0}, std::int64_t{42})});
+  // ok flag, value
+  s.push_back({"run end", packed(std::uint8_t{1}, std::int64_t{42})});
   // Tree messages carrying a cleanup (down) and an ask (up, for a root elsewhere).
   {
     std::vector<std::byte> down;

@@ -71,7 +71,8 @@ void collect_errors(const std::exception_ptr& e, std::vector<std::string>& out) 
   } catch (const apgas::multiple_exceptions& m) {
     for (const auto& inner : m.exceptions()) collect_errors(inner, out);
   } catch (const std::exception& x) {
-    out.emplace_back(x.what());
+    const apgas::remote_origin* origin = apgas::origin_of(x); // named with its place
+    out.emplace_back(origin != nullptr ? origin->describe() : x.what());
   } catch (...) {
     out.emplace_back("a non-standard exception");
   }
@@ -290,14 +291,16 @@ int cli::run(int argc, char** argv, const body& b) {
 }
 
 void cli::report_failure(const std::exception_ptr& failure, apgas::place_id here) const {
-  // A run that failed throws at every place: at place 0 with the errors themselves, elsewhere
-  // as a remote_exception from place 0 with their text. Place 0 reports it; the others stay
-  // quiet unless their failure is their own.
+  // A run that failed throws at every place: at place 0 as it failed, elsewhere as it arrived
+  // from place 0 (a multiple_exceptions, or an exception that came from another place). Place
+  // 0 reports it; the others stay quiet unless their failure is their own.
   if (here != 0) {
     try {
       std::rethrow_exception(failure);
-    } catch (const apgas::remote_exception& e) {
-      if (e.place() == 0) return;
+    } catch (const apgas::multiple_exceptions&) {
+      return;
+    } catch (const std::exception& e) {
+      if (apgas::origin_of(e) != nullptr) return;
     } catch (...) {
     }
   }

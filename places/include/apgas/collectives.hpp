@@ -7,9 +7,10 @@
 /// Up to --tree-arity + 1 places (33) the caller sends to every place itself; beyond, each
 /// place passes the call on to its children in a tree rooted at the caller (place_tree.hpp),
 /// so no place sends or receives more than about --tree-arity messages for it, and it takes
-/// O(log P) hops. Exceptions name the place where they were thrown, either way.
+/// O(log P) hops. Exceptions keep their types and the places where they were thrown, either way.
 #pragma once
 
+#include "apgas/detail/exception_codec.hpp"
 #include "apgas/exceptions.hpp"
 #include "apgas/place.hpp"
 
@@ -43,9 +44,10 @@ struct broadcast_step {
   }
 };
 
-/// @brief What at_each_place gathers from a place: the place, its value or its error's text.
+/// @brief What at_each_place gathers from a place: the place, and its value or its error (as
+/// exception_codec.hpp writes it; no bytes but the empty vector's count when there is none).
 template <class R>
-using gathered = std::tuple<place_id, std::optional<R>, std::string>;
+using gathered = std::tuple<place_id, std::optional<R>, std::vector<std::byte>>;
 
 /// @brief co_await: the values of each child's subtree, one `at` of Step per child, all in
 /// flight at once, the caller suspended once until every reply is in. Unlike an `at` per child
@@ -91,8 +93,8 @@ public:
   std::vector<gathered<R>> await_resume() {
     std::vector<gathered<R>> all;
     for (std::size_t i = 0; i < m_parts.size(); ++i) {
-      if (!m_parts[i].error.empty())
-        all.emplace_back(m_children[i], std::nullopt, m_parts[i].error);
+      if (m_parts[i].error)
+        all.emplace_back(m_children[i], std::nullopt, encode_exception(m_parts[i].error, here()));
       for (auto& g : m_parts[i].values) all.push_back(std::move(g));
     }
     return all;
@@ -101,7 +103,7 @@ public:
 private:
   struct part {
     std::vector<gathered<R>> values;
-    std::string error;
+    std::exception_ptr error;
   };
   struct sink final : reply_sink {
     gather_children* owner = nullptr;
@@ -114,19 +116,19 @@ private:
   };
   void on_reply_of(std::size_t i, bool ok, std::span<const std::byte> payload) {
     part& p = m_parts[i];
+    active_messages& messages = active_messages::current();
     if (!ok) {
-      p.error.assign(reinterpret_cast<const char*>(payload.data()), payload.size());
+      p.error = messages.read_error_reply(payload);
     } else {
       try {
         byte_reader r(payload);
         p.values = deserialize<std::vector<gathered<R>>>(r);
       } catch (...) {
-        p.error = describe_current_exception();
+        p.error = std::current_exception();
       }
     }
     // acq_rel: the last reply sees the others' parts, and the resumed caller the last one's.
-    if (m_left.fetch_sub(1, std::memory_order_acq_rel) == 1)
-      active_messages::current().resume(*m_caller);
+    if (m_left.fetch_sub(1, std::memory_order_acq_rel) == 1) messages.resume(*m_caller);
   }
 
   std::vector<place_id> m_children;
@@ -139,7 +141,7 @@ private:
 };
 
 /// @brief at_each_place at one place of a tree: the values of its subtree, its own first.
-/// Never throws for a place's failure: the error travels as text, with the place.
+/// Never throws for a place's failure: the error travels as a value, with the place.
 template <class R, class F, class... Args>
 struct gather_step {
   task<std::vector<gathered<R>>> operator()(place_id root, Args... args) const {
@@ -150,7 +152,7 @@ struct gather_step {
         std::get<1>(all[0]).emplace(co_await F{}(args...));
       else std::get<1>(all[0]).emplace(F{}(args...));
     } catch (...) {
-      std::get<2>(all[0]) = describe_current_exception();
+      std::get<2>(all[0]) = encode_exception(std::current_exception(), here());
     }
     for (auto& g : co_await gather_children<R, gather_step, Args...>(tree_children(root), root,
                                                                      std::tuple(args...)))
@@ -173,8 +175,8 @@ task<> at_into(place_id p, std::optional<R>& out, F f, const Args&... args) {
 /// each place sends one report and no cleanup follows; f must then start no remote activity
 /// of its own outside a finish of its own (a broken promise fails the call with a logic_error,
 /// not a wrong answer). Beyond, the call spreads along a tree. Exceptions thrown at the places
-/// come back in one multiple_exceptions, each a remote_exception naming its place. The
-/// arguments are serialized once per place.
+/// come back in one multiple_exceptions, each as an activity's failure at its place does (see
+/// <apgas/remote_exceptions.hpp>). The arguments are serialized once per place.
 template <class F, class... Args>
 [[nodiscard]] task<> for_each_place(F f, Args... args) {
   detail::require_stateless<F>();
@@ -192,8 +194,8 @@ template <class F, class... Args>
 /// @brief Runs f(args...) at every place and returns the values, indexed by place. The
 /// requests leave together (or spread along a tree, see above), so this takes about one
 /// round trip (or O(log P)), not one per place. Each runs as at() runs it (flat, a plain f
-/// runs in its place's message handler; otherwise as an activity). An exception at a place
-/// comes back as a remote_exception naming it, inside one multiple_exceptions.
+/// runs in its place's message handler; otherwise as an activity). The exceptions of the
+/// places come back inside one multiple_exceptions, each as at() would rethrow it.
 template <class F, class... Args>
 [[nodiscard]] auto at_each_place(F f, Args... args) {
   detail::require_stateless<F>();
@@ -216,7 +218,7 @@ template <class F, class... Args>
       std::vector<std::exception_ptr> errors;
       for (auto& [p, value, error] : all) {
         if (value) slots[p] = std::move(*value);
-        else errors.push_back(std::make_exception_ptr(remote_exception(p, error)));
+        else errors.push_back(detail::decode_exception(error, places()));
       }
       if (!errors.empty()) throw multiple_exceptions(std::move(errors));
     }

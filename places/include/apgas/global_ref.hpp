@@ -15,6 +15,11 @@
 
 namespace apgas {
 
+namespace detail {
+/// @brief Throws what dereferencing a null global_ref, or one away from `home`, throws.
+[[noreturn, gnu::cold]] void throw_global_ref_misuse(place_id home, bool null);
+} // namespace detail
+
 /// @brief A reference to an object at its home place. It can be sent anywhere; it can be
 /// dereferenced only at home (send an activity there with async_at/at to use it).
 /// The object must outlive every use of the reference (the reference does not own it).
@@ -27,9 +32,11 @@ public:
       : m_home(apgas::here()), m_address(reinterpret_cast<std::uintptr_t>(&object)) {}
   /// @brief The place where the object lives.
   place_id home() const noexcept { return m_home; }
-  /// @brief The object. @throws bad_place unless called at home().
+  /// @brief The object. @throws bad_place (naming home() and here) unless called at home();
+  /// std::invalid_argument for a null reference (made by the default constructor).
   T& operator*() const {
-    if (apgas::here() != m_home) throw bad_place(m_home, apgas::places());
+    if (m_address == 0 || apgas::here() != m_home) [[unlikely]]
+      detail::throw_global_ref_misuse(m_home, m_address == 0);
     return *reinterpret_cast<T*>(m_address);
   }
   T* operator->() const { return &**this; }

@@ -12,6 +12,7 @@
 #include "apgas/detail/active_messages.hpp"
 #include "apgas/detail/code_registry.hpp"
 #include "apgas/finish.hpp"
+#include "apgas/remote_exceptions.hpp"
 #include "apgas/serialization.hpp"
 #include "apgas/task.hpp"
 
@@ -31,30 +32,29 @@ namespace apgas {
 /// @brief The index of a place: 0 .. places()-1.
 using place_id = detail::place_id;
 
-/// @brief A place id that names no place. Thrown at the caller, before anything is sent.
+/// @brief A place that cannot serve the operation (X10's BadPlaceException): a place id that
+/// names no place (thrown at the caller, before anything is sent), or a global_ref used away
+/// from its home.
 class bad_place : public std::out_of_range {
 public:
+  /// what(): "apgas: place <p> does not exist (places are 0 to <count - 1>)".
   bad_place(place_id p, place_id count);
+  /// @brief Place `p` refused, for the reason `what` gives.
+  bad_place(place_id p, const std::string& what) : std::out_of_range(what), m_place(p) {}
+  /// @brief The place that was named (or where a global_ref was used).
   place_id place() const noexcept { return m_place; }
+
+  // It crosses places whole (see <apgas/remote_exceptions.hpp>).
+  friend void apgas_serialize(byte_writer& w, const bad_place& e) {
+    serialize_all(w, e.m_place, std::string(e.what()));
+  }
+  friend bad_place apgas_deserialize(byte_reader& r, std::type_identity<bad_place>) {
+    auto [p, what] = deserialize_all<place_id, std::string>(r);
+    return bad_place(p, what);
+  }
 
 private:
   place_id m_place;
-};
-
-/// @brief An exception thrown by an activity at another place, as it arrives here: the place,
-/// the exception's type and its what().
-class remote_exception : public std::runtime_error {
-public:
-  /// what(): "at place <where>: <text>".
-  remote_exception(place_id where, const std::string& text);
-  /// @brief The place where the exception was thrown.
-  place_id place() const noexcept { return m_place; }
-  /// @brief The exception as that place described it: its type and its what().
-  const std::string& text() const noexcept { return m_text; }
-
-private:
-  place_id m_place;
-  std::string m_text;
 };
 
 /// @brief This place.
@@ -113,9 +113,6 @@ task<> async_body(std::tuple<Args...> args) {
   co_await apply_owned<F>(args);
 }
 
-/// @brief Turns the current exception into the text a remote_exception carries.
-std::string describe_current_exception();
-
 /// @brief What an `at` body computed: its value (a bool for void), or the error it threw.
 template <class R>
 using at_value = std::conditional_t<std::is_void_v<R>, bool, std::optional<R>>;
@@ -128,7 +125,6 @@ void send_at_reply(reply_address to, std::exception_ptr error, at_value<R>& valu
   active_messages& messages = active_messages::current();
   std::vector<std::byte>& out = active_messages::message_buffer();
   std::size_t ok_at = 0;
-  bool ok = true;
   try {
     if (error) std::rethrow_exception(error);
     ok_at = messages.start_reply(out, to);
@@ -137,13 +133,9 @@ void send_at_reply(reply_address to, std::exception_ptr error, at_value<R>& valu
       serialize(w, *value);
     }
   } catch (...) { // f threw, or its value did not serialize
-    ok = false;
-    ok_at = messages.start_reply(out, to); // drops what the value wrote
-    const std::string text = describe_current_exception();
-    const auto* b = reinterpret_cast<const std::byte*>(text.data());
-    out.insert(out.end(), b, b + text.size());
+    return messages.send_error_reply(to, std::current_exception());
   }
-  messages.finish_reply(to.place, out, ok_at, ok);
+  messages.finish_reply(to.place, out, ok_at, true);
 }
 
 /// @brief The activity of an `at` of a coroutine function at the place it runs: awaits
@@ -333,24 +325,23 @@ public:
     return next;
   }
   R await_resume() {
-    if (m_local_error) std::rethrow_exception(m_local_error);
-    if (!m_ok) throw remote_exception(m_to, m_error_text);
+    if (m_error) std::rethrow_exception(m_error);
     if constexpr (!std::is_void_v<R>) return std::move(*m_value);
   }
   void on_reply(bool ok, std::span<const std::byte> payload) override {
     // The value is deserialized here, straight from the received bytes (no copy of them).
-    m_ok = ok;
+    active_messages& messages = active_messages::current();
     if (!ok) {
-      m_error_text.assign(reinterpret_cast<const char*>(payload.data()), payload.size());
+      m_error = messages.read_error_reply(payload);
     } else if constexpr (!std::is_void_v<R>) {
       try {
         byte_reader r(payload);
         m_value.emplace(deserialize<R>(r));
       } catch (...) {
-        m_local_error = std::current_exception(); // rethrown to the caller
+        m_error = std::current_exception(); // the value did not deserialize here
       }
     }
-    active_messages::current().resume(*m_caller);
+    messages.resume(*m_caller);
   }
 
 private:
@@ -358,9 +349,7 @@ private:
   Invoker m_invoker;
   std::tuple<A&&...> m_args; ///< used by await_suspend only, within the co_await expression
   promise_base* m_caller = nullptr;
-  bool m_ok = false;
-  std::string m_error_text;         ///< !m_ok: what the remote exception said
-  std::exception_ptr m_local_error; ///< the value did not deserialize here
+  std::exception_ptr m_error; ///< what the body threw, or why its value did not arrive
   std::conditional_t<std::is_void_v<R>, bool, std::optional<R>> m_value{}; ///< unused for void
 };
 
@@ -397,7 +386,8 @@ template <class F, class... Args>
 }
 
 /// @brief Runs f(args...) at place p and gives its value back; the caller suspends meanwhile
-/// (its worker keeps working). An exception at p is rethrown here as remote_exception.
+/// (its worker keeps working). An exception at p is rethrown here (as remote<E>, or as a
+/// remote_exception: see <apgas/remote_exceptions.hpp>), and nowhere else.
 /// Asyncs that f starts are governed by the caller's finish. @throws bad_place.
 template <class F, class... Args>
 [[nodiscard]] auto at(place_id p, F, Args&&... args) {

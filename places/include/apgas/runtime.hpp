@@ -55,8 +55,9 @@ public:
   /// @brief Collective. Place 0 runs `main` (a task<T>, or a callable returning one) as the
   /// root activity and waits for it and every activity it started, at any place.
   /// @return the root task's value, at every place (T must then be serializable).
-  /// @throws multiple_exceptions at place 0, remote_exception elsewhere, if it failed: its
-  /// place() is where the (first) failure was, its text that failure.
+  /// @throws what the run failed with, at every place: at place 0 as it is (usually the root
+  /// finish's multiple_exceptions), at the others as it arrives from place 0 (the same
+  /// structure, each failure of its own type and with its place: <apgas/remote_exceptions.hpp>).
   template <class Main>
   auto run(Main&& main) {
     using T = typename main_task<std::decay_t<Main>>::type::value_type;
@@ -130,8 +131,7 @@ private:
   void end_run(std::span<const std::byte> value);
   /// Place 0: the run failed with `error`.
   void fail_run(std::exception_ptr error);
-  /// Places other than 0: the value of the run place 0 ended; throws remote_exception if it
-  /// failed.
+  /// Places other than 0: the value of the run place 0 ended; throws its error if it failed.
   std::vector<std::byte> wait_run_end();
 
   template <class T>

@@ -17,7 +17,8 @@
 //   batch      finish id, code offset, arguments       -> an aggregator's batch of updates
 //              (<apgas/aggregator.hpp>): an activity of the finish that runs in the handler
 //              where it arrives, straight from the received bytes, and ends there
-//   reply      token, ok flag, value bytes or error text -> resumes the waiting `at`
+//   reply      token, ok flag, value bytes or the error  -> resumes the waiting `at` (an error
+//              is written by exception_codec.hpp, and reported to the caller only)
 #pragma once
 
 #include "apgas/detail/activity.hpp"
@@ -34,6 +35,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <span>
 #include <utility>
 #include <vector>
@@ -143,10 +145,13 @@ public:
   /// @return where the ok flag is (finish_reply sets it).
   std::size_t start_reply(std::vector<std::byte>& out, reply_address to) const;
   /// @brief Sends a reply begun by start_reply. If !ok, the bytes after the flag are the error
-  /// text. The transport may take `out` and leave another vector there.
+  /// (exception_codec.hpp). The transport may take `out` and leave another vector there.
   void finish_reply(place_id to, std::vector<std::byte>& out, std::size_t ok_at, bool ok);
-  /// @brief Sends the value (or the error text) of an `at` body back.
-  void send_reply(reply_address to, bool ok, std::span<const std::byte> payload);
+  /// @brief Sends `error` as the reply of an `at` body (it threw, or could not start).
+  void send_error_reply(reply_address to, const std::exception_ptr& error);
+  /// @brief The error a failed reply carries, or why it cannot be read (a damaged message):
+  /// either way what the waiting `at` throws.
+  std::exception_ptr read_error_reply(std::span<const std::byte> payload) const noexcept;
   /// @brief This thread's buffer for an outgoing message (saves a malloc per remote activity
   /// or reply). The start_* functions reset it; use it from a start_* to the matching send
   /// only, without suspending in between.
