@@ -68,7 +68,7 @@ detail::make_clock_awaiter clock::make(signal s) { return detail::make_clock_awa
 clock::clock(clock&& other) noexcept
     : m_proxy(std::exchange(other.m_proxy, nullptr)), m_phase(other.m_phase),
       m_resumed(other.m_resumed), m_signal(other.m_signal), m_finish(other.m_finish),
-      m_owner(other.m_owner) {}
+      m_owner(other.m_owner), m_checked_frame(other.m_checked_frame) {}
 
 clock& clock::operator=(clock&& other) noexcept {
   if (this != &other) {
@@ -79,6 +79,7 @@ clock& clock::operator=(clock&& other) noexcept {
     m_signal = other.m_signal;
     m_finish = other.m_finish;
     m_owner = other.m_owner;
+    m_checked_frame = other.m_checked_frame;
   }
   return *this;
 }
@@ -93,17 +94,22 @@ void clock::check_registered(const char* operation) const {
 
 void clock::check_owner(const detail::promise_base& frame, const char* operation) {
   check_registered(operation);
+  if (&frame == m_checked_frame) return;
   const detail::promise_base& activity = detail::activity_of(frame);
   if (m_owner == nullptr) m_owner = &activity; // a registration made outside any activity
-  if (m_owner != &activity) [[unlikely]]
-    throw clock_use_exception(
-        std::string("apgas: ") + operation +
-        " by an activity that is not registered on the clock (it uses another activity's "
-        "registration: start it with apgas::clocked(c) to register it)");
+  if (m_owner == &activity) {
+    m_checked_frame = &frame;
+    return;
+  }
+  throw clock_use_exception(
+      std::string("apgas: ") + operation +
+      " by an activity that is not registered on the clock (it uses another activity's "
+      "registration: start it with apgas::clocked(c) to register it)");
 }
 
 void clock::bind_to(const detail::promise_base& frame) noexcept {
   m_owner = &detail::activity_of(frame);
+  m_checked_frame = nullptr;
 }
 
 std::uint64_t clock::phase() const {
@@ -179,7 +185,9 @@ void clock::unregister_remote_child(place_id to) noexcept {
 
 bool clock::begin_advance(const detail::promise_base& frame, const detail::reduce_contribution* c,
                           signal s) {
-  check_owner(frame, "advance()");
+  // A loop of advances comes from one frame: checked once (see check_owner).
+  if (m_proxy == nullptr || &frame != m_checked_frame) [[unlikely]]
+    check_owner(frame, "advance()");
   detail::check_not_in_atomic("advance()");
   if (m_resumed) {
     // X10: an advance after resume waits for the phase it resumed, and only for it.
@@ -215,18 +223,14 @@ bool clock::begin_advance(const detail::promise_base& frame, const detail::reduc
 }
 
 namespace detail {
-std::coroutine_handle<> start_advance(clock& c, promise_base& frame,
-                                      const reduce_contribution* contribution, signal s,
-                                      clock_waiter& w, std::exception_ptr& error) noexcept {
+bool start_advance(clock& c, const promise_base& frame, const reduce_contribution* contribution,
+                   signal s, std::exception_ptr& error) noexcept {
   try {
-    if (!c.begin_advance(frame, contribution, s)) {
-      w.activity = &frame;
-      return c.suspend_advance(w);
-    }
+    return c.begin_advance(frame, contribution, s);
   } catch (...) {
     error = std::current_exception();
+    return true;
   }
-  return t_worker->transfer(frame.m_self);
 }
 } // namespace detail
 

@@ -53,8 +53,9 @@ bool clock_proxy::idle() const noexcept {
   // A place that reported in a phase keeps the proxy until it knows the phase has ended: a
   // registration of that phase may still reach it, and its next report must follow the
   // earlier ones (their sequence numbers).
-  return m_base == 0 && !m_cur.unreported() && !m_next.unreported() && m_cur.unresumed == 0 &&
-         m_next.unresumed == 0 && m_phase.load(std::memory_order_relaxed) > m_reported_through &&
+  return m_base == 0 && !current_slot().unreported() && !next_slot().unreported() &&
+         current_slot().unresumed == 0 && next_slot().unresumed == 0 &&
+         m_phase.load(std::memory_order_relaxed) > m_reported_through &&
          (m_tally == nullptr || m_tally->over());
 }
 
@@ -62,7 +63,7 @@ bool clock_proxy::idle() const noexcept {
 
 void clock_proxy::register_maker() noexcept {
   std::lock_guard guard(m_lock);
-  ++m_cur.unresumed;
+  ++current_slot().unresumed;
   ++m_registrants;
 }
 
@@ -83,7 +84,7 @@ void clock_proxy::register_child(std::uint64_t phase, bool resumed) noexcept {
   phase_slot* counted_in = &s;
   if (!resumed) {
     ++s.unresumed;
-  } else if (&s == &m_next || s.unresumed > 0) {
+  } else if (&s == &next_slot() || s.unresumed > 0) {
     // The spawner resumed in `phase`, which has not ended here, and that phase's report here
     // is still to come (a registrant here has not resumed: it holds the report back and with
     // it the phase; or the phase is the next one, which reports only once it is current): the
@@ -94,8 +95,8 @@ void clock_proxy::register_child(std::uint64_t phase, bool resumed) noexcept {
   } else {
     // Every registrant here has resumed and the phase is reported: the child starts in the
     // next phase, held open at the tallies by its spawner's reported carry (see drop).
-    counted_in = &m_next;
-    ++m_next.unresumed;
+    counted_in = &next_slot();
+    ++next_slot().unresumed;
   }
   // A distributed clock's tallies learn of the child as of one sent here (a local clock's
   // home counts its registrants itself, and its first report gives them as its base).
@@ -113,13 +114,14 @@ bool clock_proxy::account(std::uint64_t& phase, bool resumed) const noexcept {
 void clock_proxy::register_adopted(std::uint64_t phase) noexcept {
   std::lock_guard guard(m_lock);
   const std::uint64_t now = m_phase.load(std::memory_order_relaxed);
-  const bool owes_nothing = m_registrants == 0 && !m_cur.unreported() && !m_next.unreported() &&
-                            m_cur.unresumed == 0 && m_next.unresumed == 0;
+  const bool owes_nothing = m_registrants == 0 && !current_slot().unreported() &&
+                            !next_slot().unreported() && current_slot().unresumed == 0 &&
+                            next_slot().unresumed == 0;
   if (phase > now + 1 || (phase > now && owes_nothing)) {
     // A token of a later phase reaches a place with no business in this clock: it moves on.
     if (!owes_nothing) broken(m_id, "a registration arrived two phases ahead of its place");
-    m_cur = phase_slot{};
-    m_next = phase_slot{};
+    m_slots[0].reset();
+    m_slots[1].reset();
     m_phase.store(phase, std::memory_order_release);
   } else if (phase < now) {
     broken(m_id, "a registration arrived for a phase that has ended");
@@ -134,7 +136,7 @@ clock_token clock_proxy::register_remote(std::uint64_t phase, place_id to) {
     // The clock leaves its home: from this phase on every place with registrants reports, and
     // the registrants already here are the home's base (its first report says so).
     m_first_phase = phase;
-    m_base = static_cast<std::uint64_t>(m_cur.unresumed) + m_cur.completed;
+    m_base = static_cast<std::uint64_t>(current_slot().unresumed) + current_slot().completed;
     m_tally = std::make_unique<clock_tally>(phase, !m_module.all_to_all());
   }
   count_sent(slot_of(phase), to, 1);
@@ -168,11 +170,12 @@ void clock_proxy::drop(std::uint64_t phase, bool resumed) noexcept {
     resumed = account(phase, resumed);
     phase_slot& s = slot_of(phase);
     --m_registrants;
-    const bool next_empty = m_next.unresumed == 0 && m_next.resumed == 0 && !m_next.unreported();
+    const bool next_empty =
+        next_slot().unresumed == 0 && next_slot().resumed == 0 && !next_slot().unreported();
     if (!resumed) { // it leaves its phase as if it had resumed, carrying nothing
       --s.unresumed;
       ++s.completed;
-    } else if (s.carried > 0 && (&s == &m_next || s.resumed > 1 || next_empty)) {
+    } else if (s.carried > 0 && (&s == &next_slot() || s.resumed > 1 || next_empty)) {
       // Its carry into the next phase is not reported yet: it just does not carry. (Unless
       // the next phase has registrants here that only the carries of this phase hold open at
       // the tallies: those of children that started resumed. Some carry must then stay; it is
@@ -184,8 +187,8 @@ void clock_proxy::drop(std::uint64_t phase, bool resumed) noexcept {
       // Its carry into the next phase is reported (the tallies count it there), or it holds
       // the next phase open: it leaves in the next phase. Only the current phase reports
       // before it ends here.
-      --m_next.unresumed;
-      ++m_next.completed;
+      --next_slot().unresumed;
+      ++next_slot().completed;
     }
     after_change(out);
   }
@@ -209,17 +212,15 @@ const clock_partial& clock_proxy::result_of(std::uint64_t phase) const noexcept 
 // ---- phases ----------------------------------------------------------------------------------
 
 void clock_proxy::after_change(outbox& out) {
-  if (m_cur.unresumed > 0) return; // the current phase's registrants here are not all done
+  phase_slot& cur = current_slot();
+  if (cur.unresumed > 0) return; // the current phase's registrants here are not all done
   if (!m_first_phase) {
     // A local clock: the last resume of the phase ends it (no registrant left: it is over).
     if (m_registrants == 0) return;
-    clock_phase_end end;
-    end.phase = m_phase.load(std::memory_order_relaxed);
-    end.result = std::move(m_cur.partial);
-    return end_phase(std::move(end), out);
+    return end_phase(std::move(cur.partial), out);
   }
-  if (!m_cur.unreported() && m_base == 0) return;
-  out.reports.push_back(take_report(m_cur, m_phase.load(std::memory_order_relaxed)));
+  if (!cur.unreported() && m_base == 0) return;
+  out.reports.push_back(take_report(cur, m_phase.load(std::memory_order_relaxed)));
   if (m_tally != nullptr) out.tally_after_send = true;
 }
 
@@ -240,20 +241,21 @@ clock_report clock_proxy::take_report(phase_slot& s, std::uint64_t phase) {
   return r;
 }
 
-void clock_proxy::end_phase(clock_phase_end end, outbox& out) {
-  m_last_result = std::move(end.result);
-  for (clock_waiter* w = m_cur.waiters; w != nullptr;) {
+void clock_proxy::end_phase(clock_partial&& result, outbox& out) {
+  const std::uint64_t phase = m_phase.load(std::memory_order_relaxed);
+  if (!result.empty() || !m_last_result.empty()) m_last_result = std::move(result);
+  phase_slot& ended = slot_of(phase);
+  for (clock_waiter* w = ended.waiters; w != nullptr;) {
     clock_waiter* next = w->next; // read before it may run (it is woken after the unlock)
     out.wake.push_back(w);
     w = next;
   }
-  // Registrants that resumed here carry into the next phase, beside those already in it.
-  phase_slot next = std::move(m_next);
-  next.unresumed += static_cast<std::int64_t>(m_cur.resumed);
-  m_cur = std::move(next);
-  m_next = phase_slot{};
+  // Registrants that resumed here carry into the next phase, beside those already in it; the
+  // ended phase's slot is the one after next's.
+  slot_of(phase + 1).unresumed += static_cast<std::int64_t>(ended.resumed);
+  ended.reset();
   // release: an advancing activity that sees the new phase (ended()) sees m_last_result.
-  m_phase.store(end.phase + 1, std::memory_order_release);
+  m_phase.store(phase + 1, std::memory_order_release);
   m_module.counters().phases_ended.fetch_add(1, std::memory_order_relaxed); // a statistic
   // The new phase may be quiet here already (its registrants here all dropped early).
   if (m_first_phase) after_change(out);
@@ -268,13 +270,13 @@ void clock_proxy::apply_ends(std::vector<clock_phase_end>& ends, outbox& out) {
     if (end.phase < now) continue; // this place moved past it (it had no registrant in it)
     if (end.phase > now) {
       // This place had no business in the phases between: catch up.
-      if (m_registrants != 0 || m_cur.waiters != nullptr)
+      if (m_registrants != 0 || current_slot().waiters != nullptr)
         broken(m_id, "a phase ended before an earlier one at a place with registrants");
-      m_cur = phase_slot{};
-      m_next = phase_slot{};
+      m_slots[0].reset();
+      m_slots[1].reset();
       m_phase.store(end.phase, std::memory_order_relaxed);
     }
-    end_phase(std::move(end), out);
+    end_phase(std::move(end.result), out);
   }
 }
 
@@ -331,9 +333,10 @@ void clock_proxy::publish(outbox& out) {
 
 std::string clock_proxy::describe() const {
   std::lock_guard guard(m_lock);
-  std::string s = fmt::format("    clock {}:{} phase {}{}: {} registrant(s) here, {} not resumed",
-                              m_id.home, m_id.serial, m_phase.load(std::memory_order_relaxed),
-                              m_first_phase ? "" : " (local)", m_registrants, m_cur.unresumed);
+  std::string s =
+      fmt::format("    clock {}:{} phase {}{}: {} registrant(s) here, {} not resumed", m_id.home,
+                  m_id.serial, m_phase.load(std::memory_order_relaxed),
+                  m_first_phase ? "" : " (local)", m_registrants, current_slot().unresumed);
   if (m_tally != nullptr &&
       m_tally->oldest_open_phase() == m_phase.load(std::memory_order_relaxed)) {
     const auto waiting = m_tally->waiting_for();

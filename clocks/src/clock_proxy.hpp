@@ -103,9 +103,25 @@ private:
     bool unreported() const noexcept {
       return completed != 0 || carried != 0 || !sent.empty() || !partial.empty();
     }
+    /// Empties it for a later phase (keeping the list's capacity).
+    void reset() noexcept {
+      unresumed = 0;
+      resumed = completed = carried = next_seq = 0;
+      sent.clear();
+      partial = clock_partial{};
+      waiters = nullptr;
+    }
   };
-  phase_slot& slot_of(std::uint64_t phase) noexcept {
-    return phase == m_phase.load(std::memory_order_relaxed) ? m_cur : m_next;
+  /// The slot of `phase`: the current phase's or the next's (pre: one of them). The two
+  /// slots alternate, so that a phase's end resets one slot rather than moving both.
+  phase_slot& slot_of(std::uint64_t phase) noexcept { return m_slots[phase & 1U]; }
+  phase_slot& current_slot() noexcept { return slot_of(m_phase.load(std::memory_order_relaxed)); }
+  const phase_slot& current_slot() const noexcept {
+    return m_slots[m_phase.load(std::memory_order_relaxed) & 1U];
+  }
+  phase_slot& next_slot() noexcept { return slot_of(m_phase.load(std::memory_order_relaxed) + 1); }
+  const phase_slot& next_slot() const noexcept {
+    return m_slots[(m_phase.load(std::memory_order_relaxed) + 1) & 1U];
   }
   /// Where a registration that resumed in `phase` is counted: the next phase once `phase`
   /// has ended here (under the lock). Returns whether it is still resumed there.
@@ -124,7 +140,8 @@ private:
   /// After a change under the lock: ends the phase (local clock) or takes a report (a
   /// distributed one) if the current phase's registrants here have all resumed.
   void after_change(outbox& out);
-  void end_phase(clock_phase_end end, outbox& out);
+  /// The current phase ends here with the reduction `result`.
+  void end_phase(clock_partial&& result, outbox& out);
   void apply_ends(std::vector<clock_phase_end>& ends, outbox& out);
   /// Applies a report to this place's tally and the phase ends it brings.
   void tally(const clock_report& r, outbox& out);
@@ -141,9 +158,8 @@ private:
   std::atomic<std::uint64_t> m_phase;
   std::atomic<std::uint64_t> m_refs{0}; ///< registrations referring to this proxy
   std::uint64_t m_registrants = 0;      ///< registrations here, in either slot
-  phase_slot m_cur;
-  phase_slot m_next;
-  clock_partial m_last_result; ///< the reduction of phase m_phase - 1
+  phase_slot m_slots[2];                ///< by phase parity: the current phase's and the next's
+  clock_partial m_last_result;          ///< the reduction of phase m_phase - 1
   /// Registrants present before the clock left the home, owed in the home's first report.
   std::uint64_t m_base = 0;
   /// The latest phase this place reported in (see idle()).

@@ -75,11 +75,10 @@ template <class Body, class... Regs>
 task<> run_clocked(Body body, Regs... regs);
 template <class F, std::size_t N>
 struct clocked_remote;
-/// An advance's await_suspend (clock.cpp): resumes `frame` at once if its phase has ended, or
-/// the advance is a misuse (kept in `error` for await_resume), else queues it in `w`.
-std::coroutine_handle<> start_advance(clock& c, promise_base& frame,
-                                      const reduce_contribution* contribution, signal s,
-                                      clock_waiter& w, std::exception_ptr& error) noexcept;
+/// An advance's first step (clock.cpp): true if `frame` goes on at once (its phase has ended,
+/// or the advance is a misuse, kept in `error` for await_resume).
+bool start_advance(clock& c, const promise_base& frame, const reduce_contribution* contribution,
+                   signal s, std::exception_ptr& error) noexcept;
 } // namespace detail
 
 /// @brief One activity's registration on a clock (X10's clock, as the activity holding it sees
@@ -153,10 +152,9 @@ private:
   friend task<> detail::run_clocked(Body body, Regs... regs);
   template <class F, std::size_t N>
   friend struct detail::clocked_remote;
-  friend std::coroutine_handle<> detail::start_advance(clock& c, detail::promise_base& frame,
-                                                       const detail::reduce_contribution*, signal s,
-                                                       detail::clock_waiter& w,
-                                                       std::exception_ptr& error) noexcept;
+  friend bool detail::start_advance(clock& c, const detail::promise_base& frame,
+                                    const detail::reduce_contribution* contribution, signal s,
+                                    std::exception_ptr& error) noexcept;
 
   /// The registration of a new activity on this clock by `parent` (an activity's frame),
   /// from `spawner` (the parent's finish, which will govern the child). The child starts in
@@ -194,6 +192,8 @@ private:
   /// The registered activity (see detail::activity_of); null until a new activity's
   /// registration is bound to it.
   const detail::promise_base* m_owner = nullptr;
+  /// The last frame found to run in m_owner: an advance loop checks its activity once.
+  const detail::promise_base* m_checked_frame = nullptr;
 };
 
 /// @brief Registers a new activity on the given clocks: `co_await apgas::async(apgas::clocked(c),

@@ -112,13 +112,17 @@ public:
   // kept for await_resume rather than thrown from await_suspend (a path compilers get wrong).
   bool await_ready() const noexcept { return false; }
   template <class P>
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) noexcept {
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) {
     require_apgas_caller<P>();
-    return start_advance(m_clock, caller.promise(), m_has_value ? &m_contribution : nullptr,
-                         m_signal, m_waiter, m_error);
+    if (start_advance(m_clock, caller.promise(), m_has_value ? &m_contribution : nullptr, m_signal,
+                      m_error))
+      return t_worker->transfer(caller);
+    m_waiter.activity = &caller.promise();
+    return m_clock.suspend_advance(m_waiter);
   }
   T await_resume() {
-    if (m_error) std::rethrow_exception(m_error);
+    if (m_error) [[unlikely]]
+      std::rethrow_exception(m_error);
     m_clock.end_advance(&m_value, sizeof(T));
     return m_value;
   }
@@ -142,12 +146,16 @@ public:
 
   bool await_ready() const noexcept { return false; }
   template <class P>
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) noexcept {
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) {
     require_apgas_caller<P>();
-    return start_advance(m_clock, caller.promise(), nullptr, m_signal, m_waiter, m_error);
+    if (start_advance(m_clock, caller.promise(), nullptr, m_signal, m_error))
+      return t_worker->transfer(caller);
+    m_waiter.activity = &caller.promise();
+    return m_clock.suspend_advance(m_waiter);
   }
   void await_resume() {
-    if (m_error) std::rethrow_exception(m_error);
+    if (m_error) [[unlikely]]
+      std::rethrow_exception(m_error);
     m_clock.end_advance(nullptr, 0);
   }
 
