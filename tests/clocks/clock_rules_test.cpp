@@ -11,10 +11,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <thread>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -459,8 +459,7 @@ TEST(clock_rules, a_reduction_operation_that_throws_fails_every_contributor) {
       try {
         std::rethrow_exception(inner);
       } catch (const std::overflow_error& x) {
-        if (std::string(x.what()).find("bounded_sum: over 100") != std::string::npos)
-          ++failures;
+        if (std::string(x.what()).find("bounded_sum: over 100") != std::string::npos) ++failures;
       } catch (...) {
       }
     }
