@@ -34,7 +34,7 @@ clock make_clock_awaiter::await_resume() {
   c.m_phase = 1;
   c.m_signal = m_signal;
   c.m_finish = m_finish;
-  c.m_owner = &activity_of(*m_frame);
+  c.m_owner.store(&activity_of(*m_frame), std::memory_order_relaxed);
   return c;
 }
 
@@ -46,7 +46,7 @@ clock adopt_clock_awaiter::await_resume() {
   c.m_phase = m_token.phase;
   c.m_signal = m_token.default_signal;
   c.m_finish = m_finish;
-  c.m_owner = &activity_of(*m_frame);
+  c.m_owner.store(&activity_of(*m_frame), std::memory_order_relaxed);
   return c;
 }
 
@@ -68,7 +68,8 @@ detail::make_clock_awaiter clock::make(signal s) { return detail::make_clock_awa
 clock::clock(clock&& other) noexcept
     : m_proxy(std::exchange(other.m_proxy, nullptr)), m_phase(other.m_phase),
       m_resumed(other.m_resumed), m_signal(other.m_signal), m_finish(other.m_finish),
-      m_owner(other.m_owner), m_checked_frame(other.m_checked_frame) {}
+      m_owner(other.m_owner.load(std::memory_order_relaxed)),
+      m_checked_frame(other.m_checked_frame.load(std::memory_order_relaxed)) {}
 
 clock& clock::operator=(clock&& other) noexcept {
   if (this != &other) {
@@ -78,8 +79,9 @@ clock& clock::operator=(clock&& other) noexcept {
     m_resumed = other.m_resumed;
     m_signal = other.m_signal;
     m_finish = other.m_finish;
-    m_owner = other.m_owner;
-    m_checked_frame = other.m_checked_frame;
+    m_owner.store(other.m_owner.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    m_checked_frame.store(other.m_checked_frame.load(std::memory_order_relaxed),
+                          std::memory_order_relaxed);
   }
   return *this;
 }
@@ -94,11 +96,17 @@ void clock::check_registered(const char* operation) const {
 
 void clock::check_owner(const detail::promise_base& frame, const char* operation) {
   check_registered(operation);
-  if (&frame == m_checked_frame) return;
-  const detail::promise_base& activity = detail::activity_of(frame);
-  if (m_owner == nullptr) m_owner = &activity; // a registration made outside any activity
-  if (m_owner == &activity) {
-    m_checked_frame = &frame;
+  // relaxed throughout: the owner's own reads see its own writes; another activity's read
+  // only decides that it is not the owner (see m_owner).
+  if (&frame == m_checked_frame.load(std::memory_order_relaxed)) return;
+  const detail::promise_base* activity = &detail::activity_of(frame);
+  const detail::promise_base* owner = m_owner.load(std::memory_order_relaxed);
+  if (owner == nullptr) { // a registration made outside any activity: the first user owns it
+    m_owner.store(activity, std::memory_order_relaxed);
+    owner = activity;
+  }
+  if (owner == activity) {
+    m_checked_frame.store(&frame, std::memory_order_relaxed);
     return;
   }
   throw clock_use_exception(
@@ -108,8 +116,8 @@ void clock::check_owner(const detail::promise_base& frame, const char* operation
 }
 
 void clock::bind_to(const detail::promise_base& frame) noexcept {
-  m_owner = &detail::activity_of(frame);
-  m_checked_frame = nullptr;
+  m_owner.store(&detail::activity_of(frame), std::memory_order_relaxed);
+  m_checked_frame.store(nullptr, std::memory_order_relaxed);
 }
 
 std::uint64_t clock::phase() const {
@@ -186,7 +194,7 @@ void clock::unregister_remote_child(place_id to) noexcept {
 bool clock::begin_advance(const detail::promise_base& frame, const detail::reduce_contribution* c,
                           signal s) {
   // A loop of advances comes from one frame: checked once (see check_owner).
-  if (m_proxy == nullptr || &frame != m_checked_frame) [[unlikely]]
+  if (m_proxy == nullptr || &frame != m_checked_frame.load(std::memory_order_relaxed)) [[unlikely]]
     check_owner(frame, "advance()");
   detail::check_not_in_atomic("advance()");
   if (m_resumed) {

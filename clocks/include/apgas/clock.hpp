@@ -29,6 +29,7 @@
 #include "apgas/task.hpp"
 
 #include <array>
+#include <atomic>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
@@ -191,9 +192,11 @@ private:
   const detail::finish_state* m_finish = nullptr;
   /// The registered activity (see detail::activity_of); null until a new activity's
   /// registration is bound to it.
-  const detail::promise_base* m_owner = nullptr;
+  /// Atomic (relaxed) with m_checked_frame: the misuse it detects is another activity reading
+  /// them while the owner writes them; no other field is read before that activity throws.
+  std::atomic<const detail::promise_base*> m_owner{nullptr};
   /// The last frame found to run in m_owner: an advance loop checks its activity once.
-  const detail::promise_base* m_checked_frame = nullptr;
+  std::atomic<const detail::promise_base*> m_checked_frame{nullptr};
 };
 
 /// @brief Registers a new activity on the given clocks: `co_await apgas::async(apgas::clocked(c),
