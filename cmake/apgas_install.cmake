@@ -1,6 +1,8 @@
 # Installing apgas (cmake --install, cpack -G DEB): the libraries, their headers, the
 # apgas::apgas target, apgasConfig.cmake with its version file for find_package(apgas), apgas.pc
-# for pkg-config, and the launcher (bin/apgasrun).
+# for pkg-config, and the launcher (bin/apgasrun). Used when APGAS_INSTALL is on: by default
+# when apgas is the top-level project, and in a project that embeds apgas only if it asks; cpack
+# only at the top level.
 #
 #   apgas_install(LIBRARIES lib...)
 #
@@ -84,6 +86,10 @@ function(apgas_install)
   install(PROGRAMS "${PROJECT_SOURCE_DIR}/launch/apgasrun" DESTINATION "${CMAKE_INSTALL_BINDIR}")
 
   # cpack -G DEB in the build directory: libapgas-dev_<version>_<arch>.deb, installed under /usr.
+  # Only when apgas is the top-level project: an embedding project packages itself.
+  if(NOT PROJECT_IS_TOP_LEVEL)
+    return()
+  endif()
   set(CPACK_PACKAGE_NAME apgas)
   set(CPACK_PACKAGE_VENDOR apgas)
   set(CPACK_PACKAGE_CONTACT "apgas developers <apgas@localhost>")

@@ -8,24 +8,7 @@ cmake_minimum_required(VERSION 3.25)
 string(REPLACE "|" ";" mpiexec_flags "${MPIEXEC_FLAGS}")
 set(prefix "${WORK}/prefix")
 
-function(step what)
-  message("-- ${what}")
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
-  if(NOT rc STREQUAL "0")
-    message(FATAL_ERROR "${what} failed (${rc}):\n${out}")
-  endif()
-endfunction()
-
-# Runs a program, which must exit with 0 and print something matching `regex`.
-function(expect what regex)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
-                  TIMEOUT 120)
-  message("-- ${what}: ${out}")
-  if(NOT rc STREQUAL "0" OR NOT out MATCHES "${regex}")
-    message(FATAL_ERROR "${what}: exit code ${rc}, expected 0 and output matching `${regex}`\n"
-                        "${out}${err}")
-  endif()
-endfunction()
+include("${CMAKE_CURRENT_LIST_DIR}/check_steps.cmake")
 
 file(REMOVE_RECURSE "${WORK}")
 step("cmake --install" ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
