@@ -202,7 +202,7 @@ private:
 /// `when` body of this place, and gives its value back. Never suspends; waits for the lock
 /// if another worker holds it. f must not suspend.
 template <class F>
-[[nodiscard]] auto atomic(F&& f) {
+APGAS_AWAIT_IT auto atomic(F&& f) {
   if constexpr (detail::check_plain_block<std::decay_t<F>>())
     return detail::atomic_awaiter<std::decay_t<F>>(std::forward<F>(f));
   else return detail::refused_block{};
@@ -214,7 +214,7 @@ template <class F>
 /// body of this place ends. Neither cond nor f may suspend. `site` names the call in the
 /// place's state dump (SIGUSR1).
 template <class C, class F>
-[[nodiscard]] auto when(C&& cond, F&& f,
+APGAS_AWAIT_IT auto when(C&& cond, F&& f,
                         std::source_location site = std::source_location::current()) {
   constexpr bool plain_condition = detail::check_plain_condition<std::decay_t<C>>();
   constexpr bool plain_block = detail::check_plain_block<std::decay_t<F>>();

@@ -90,7 +90,7 @@ class clock {
 public:
   /// @brief A new clock with the awaiting activity registered on it, in phase 1:
   /// `apgas::clock c = co_await apgas::clock::make();`. `s` is its advances' default wait.
-  [[nodiscard]] static detail::make_clock_awaiter make(signal s = signal::lazy);
+  APGAS_AWAIT_IT static detail::make_clock_awaiter make(signal s = signal::lazy);
 
   /// @brief No registration (a dropped clock).
   clock() noexcept = default;
@@ -110,9 +110,9 @@ public:
   /// waits until every activity registered on the clock, at every place, has resumed or
   /// dropped in this phase. Exactly one phase per advance. @throws clock_use_exception if
   /// dropped, or if another activity's registration.
-  [[nodiscard]] detail::advance_awaiter<void> advance();
+  APGAS_AWAIT_IT detail::advance_awaiter<void> advance();
   /// @brief advance() with wait policy `s` for this call.
-  [[nodiscard]] detail::advance_awaiter<void> advance(signal s);
+  APGAS_AWAIT_IT detail::advance_awaiter<void> advance(signal s);
   /// @brief advance() that contributes `value` to the phase's reduction by `op` and returns its
   /// result: `op` folded over the contributions of every activity that contributed in this
   /// phase, at every place (every contributor gets the same value). `op` is a stateless
@@ -123,9 +123,9 @@ public:
   /// disagree, or `op` throws, every contributor of the phase gets the error at its advance
   /// (at every place), and the clock goes on with the next phase.
   template <class Op, class T>
-  [[nodiscard]] detail::advance_awaiter<T> advance(Op op, T value, signal s);
+  APGAS_AWAIT_IT detail::advance_awaiter<T> advance(Op op, T value, signal s);
   template <class Op, class T>
-  [[nodiscard]] detail::advance_awaiter<T> advance(Op op, T value) {
+  APGAS_AWAIT_IT detail::advance_awaiter<T> advance(Op op, T value) {
     return advance(op, value, m_signal);
   }
   /// @brief Deregisters this activity: the clock no longer waits for it (X10's drop).

@@ -203,7 +203,7 @@ private:
 ///
 /// Cheaper than a finish with a body when the activities are known up front: no body frame.
 template <class... T>
-requires(sizeof...(T) >= 1) [[nodiscard]] auto finish_all(task<T>... tasks) {
+requires(sizeof...(T) >= 1) APGAS_AWAIT_IT auto finish_all(task<T>... tasks) {
   return detail::finish_all_awaiter<T...>(detail::g_default_policy, std::move(tasks)...);
 }
 
@@ -211,7 +211,7 @@ requires(sizeof...(T) >= 1) [[nodiscard]] auto finish_all(task<T>... tasks) {
 /// Under work-first the child runs at once and the caller's continuation becomes stealable;
 /// under help-first the child becomes stealable and the caller goes on.
 template <class T>
-[[nodiscard]] detail::async_awaiter<T> async(task<T>&& t) {
+APGAS_AWAIT_IT detail::async_awaiter<T> async(task<T>&& t) {
   return {t.release()};
 }
 
@@ -219,7 +219,7 @@ template <class T>
 /// alive until the enclosing finish ends (X10's async-initialised value).
 template <class T, class U>
 requires std::same_as<T, U>
-[[nodiscard]] detail::async_awaiter<T> async(task<T>&& t, U& out) {
+APGAS_AWAIT_IT detail::async_awaiter<T> async(task<T>&& t, U& out) {
   auto h = t.release();
   h.promise().m_out = &out;
   return {h};
@@ -230,28 +230,28 @@ requires std::same_as<T, U>
 /// moved into the activity, so its captures live as long as it runs.
 template <class F>
 requires(!detail::is_task_v<F> && std::invocable<std::decay_t<F>&>)
-    [[nodiscard]] detail::async_awaiter<void> async(F&& f) {
+    APGAS_AWAIT_IT detail::async_awaiter<void> async(F&& f) {
   return {detail::run_owned(std::decay_t<F>(std::forward<F>(f))).release()};
 }
 
 /// @brief A finish scope with the run's default policy. `body` is a task<>, a callable
 /// returning task<>, or a plain callable.
 template <class Body>
-[[nodiscard]] auto finish(Body&& body) {
+APGAS_AWAIT_IT auto finish(Body&& body) {
   return detail::finish_awaiter<std::decay_t<Body>>(detail::g_default_policy,
                                                     std::forward<Body>(body));
 }
 
 /// @brief A finish scope whose asyncs use policy `p`.
 template <class Body>
-[[nodiscard]] auto finish(policy p, Body&& body) {
+APGAS_AWAIT_IT auto finish(policy p, Body&& body) {
   return detail::finish_awaiter<std::decay_t<Body>>(p, std::forward<Body>(body));
 }
 
 /// @brief A finish whose activities follow `pattern` (see finish_pattern), for example
 /// `co_await apgas::finish(apgas::finish_pattern::spmd, body)`: one activity per place.
 template <class Body>
-[[nodiscard]] auto finish(finish_pattern pattern, Body&& body) {
+APGAS_AWAIT_IT auto finish(finish_pattern pattern, Body&& body) {
   return detail::finish_awaiter<std::decay_t<Body>>(detail::g_default_policy,
                                                     std::forward<Body>(body), pattern);
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "apgas/detail/activity.hpp"
+#include "apgas/detail/await_required.hpp"
 #include "apgas/detail/frame_pool.hpp"
 #include "apgas/detail/worker.hpp"
 
@@ -147,7 +148,7 @@ struct promise<void> final : promise_common {
 /// @brief A lazily started coroutine that is an apgas activity (or part of one).
 /// Thread-safety: a task object is owned by one activity; its frame may run on any worker.
 template <class T>
-class [[nodiscard]] task {
+class APGAS_AWAIT_IT task {
 public:
   using promise_type = detail::promise<T>;
   using value_type = T;

@@ -345,7 +345,7 @@ struct make_aggregator_awaiter {
 /// F{}(T&, Args...) owned by the calling activity, with buffers of `bytes_per_place` bytes
 /// (rounded down to whole updates, at least one). @throws std::logic_error without a runtime.
 template <class F, class T, class... Args>
-[[nodiscard]] detail::make_aggregator_awaiter<F, T, Args...> make_aggregator(
+APGAS_AWAIT_IT detail::make_aggregator_awaiter<F, T, Args...> make_aggregator(
     std::size_t bytes_per_place = aggregator<F, T, Args...>::k_default_bytes_per_place) {
   return {bytes_per_place};
 }

@@ -178,7 +178,7 @@ task<> at_into(place_id p, std::optional<R>& out, F f, const Args&... args) {
 /// come back in one multiple_exceptions, each as an activity's failure at its place does (see
 /// <apgas/remote_exceptions.hpp>). The arguments are serialized once per place.
 template <class F, class... Args>
-[[nodiscard]] task<> for_each_place(F f, Args... args) {
+APGAS_AWAIT_IT task<> for_each_place(F f, Args... args) {
   detail::require_stateless<F>();
   detail::require_serializable_args<Args...>();
   if (detail::active_messages::current().tree(here()).flat()) {
@@ -197,7 +197,7 @@ template <class F, class... Args>
 /// runs in its place's message handler; otherwise as an activity). The exceptions of the
 /// places come back inside one multiple_exceptions, each as at() would rethrow it.
 template <class F, class... Args>
-[[nodiscard]] auto at_each_place(F f, Args... args) {
+APGAS_AWAIT_IT auto at_each_place(F f, Args... args) {
   detail::require_stateless<F>();
   detail::require_serializable_args<Args...>();
   using R = typename detail::remote_result<F, std::decay_t<Args>...>::type;

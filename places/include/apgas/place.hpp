@@ -206,7 +206,7 @@ void serialize_args(byte_writer& w, const Refs& args) {
 /// `co_await at(p, f, x)` compiles, `auto a = at(p, f, x); co_await a;` does not, and
 /// `co_await std::move(a)` sends what x holds then.
 template <class Awaiter, class Fixed, class... A>
-class [[nodiscard]] remote_call {
+class APGAS_AWAIT_IT remote_call {
 public:
   remote_call(Fixed fixed, A&&... args) : m_fixed(fixed), m_args(std::forward<A>(args)...) {}
   remote_call(const remote_call&) = delete;
@@ -358,7 +358,7 @@ private:
 /// @brief Starts f(args...) as an activity at place p, governed by the caller's finish
 /// (wherever that finish lives). @throws bad_place if p is not a place.
 template <class F, class... Args>
-[[nodiscard]] auto async_at(place_id p, F, Args&&... args) {
+APGAS_AWAIT_IT auto async_at(place_id p, F, Args&&... args) {
   detail::require_stateless<F>();
   detail::require_serializable_args<Args...>();
   detail::active_messages& e = detail::active_messages::current();
@@ -390,7 +390,7 @@ template <class F, class... Args>
 /// remote_exception: see <apgas/remote_exceptions.hpp>), and nowhere else.
 /// Asyncs that f starts are governed by the caller's finish. @throws bad_place.
 template <class F, class... Args>
-[[nodiscard]] auto at(place_id p, F, Args&&... args) {
+APGAS_AWAIT_IT auto at(place_id p, F, Args&&... args) {
   detail::require_stateless<F>();
   detail::require_serializable_args<Args...>();
   using R = typename detail::remote_result<F, std::decay_t<Args>...>::type;

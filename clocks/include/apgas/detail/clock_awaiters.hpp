@@ -94,7 +94,7 @@ struct this_frame {
 /// @brief co_await c.advance(...): ends the activity's phase, then suspends until it has ended
 /// everywhere (not at all if it already has). T is the reduction's type (void: none).
 template <class T>
-class [[nodiscard]] advance_awaiter {
+class APGAS_AWAIT_IT advance_awaiter {
 public:
   advance_awaiter(clock& c, signal s, const reduce_contribution* contribution, const T* value)
       : m_clock(c), m_signal(s), m_has_value(contribution != nullptr) {
@@ -138,7 +138,7 @@ private:
 };
 
 template <>
-class [[nodiscard]] advance_awaiter<void> {
+class APGAS_AWAIT_IT advance_awaiter<void> {
 public:
   advance_awaiter(clock& c, signal s) : m_clock(c), m_signal(s) {}
   advance_awaiter(const advance_awaiter&) = delete;
@@ -195,7 +195,7 @@ struct clocked_spawn {
 
 /// @brief co_await async(clocked(c...), body): registers the child, then spawns it.
 template <class Body, class... Clocks>
-class [[nodiscard]] clocked_async_awaiter {
+class APGAS_AWAIT_IT clocked_async_awaiter {
 public:
   clocked_async_awaiter(clocked_spawn<Clocks...> spawn, Body body)
       : m_spawn(spawn), m_body(std::move(body)) {}
@@ -245,10 +245,10 @@ struct clocked_remote {
 /// @brief co_await async_at(p, clocked(c...), f, args...): registers the remote child here
 /// (counted before the parent can end its phase), then sends it like any async_at.
 template <class F, class Clocks, class... A>
-class [[nodiscard]] clocked_async_at_awaiter;
+class APGAS_AWAIT_IT clocked_async_at_awaiter;
 
 template <class F, class... Clocks, class... A>
-class [[nodiscard]] clocked_async_at_awaiter<F, clocked_spawn<Clocks...>, A...> {
+class APGAS_AWAIT_IT clocked_async_at_awaiter<F, clocked_spawn<Clocks...>, A...> {
   static constexpr std::size_t N = sizeof...(Clocks);
 
 public:
@@ -317,7 +317,7 @@ detail::advance_awaiter<T> clock::advance(Op, T value, signal s) {
 /// `clocked(c...)`, governed by the caller's finish. body takes one apgas::clock per clock (by
 /// value to keep it, or by reference) and returns a task<> or nothing.
 template <class... Clocks, class Body>
-[[nodiscard]] auto async(detail::clocked_spawn<Clocks...> spawn, Body&& body) {
+APGAS_AWAIT_IT auto async(detail::clocked_spawn<Clocks...> spawn, Body&& body) {
   return detail::clocked_async_awaiter<std::decay_t<Body>, Clocks...>(spawn,
                                                                       std::forward<Body>(body));
 }
@@ -325,7 +325,7 @@ template <class... Clocks, class Body>
 /// @brief Starts f(registrations..., args...) at place p, registered on the clocks of
 /// `clocked(c...)`, governed by the caller's finish. f captures nothing (as for any async_at).
 template <class... Clocks, class F, class... Args>
-[[nodiscard]] auto async_at(place_id p, detail::clocked_spawn<Clocks...> spawn, F, Args&&... args) {
+APGAS_AWAIT_IT auto async_at(place_id p, detail::clocked_spawn<Clocks...> spawn, F, Args&&... args) {
   detail::require_stateless<F>();
   return detail::clocked_async_at_awaiter<F, detail::clocked_spawn<Clocks...>, Args...>(
       p, spawn, std::forward<Args>(args)...);
@@ -345,7 +345,7 @@ requires((std::is_same_v<Clocks, clock> && ...)) task<> advance_all(Clocks&... c
 /// when the body ends (the finish then waits for the clocked activities without holding their
 /// phases back).
 template <class Body>
-[[nodiscard]] task<> clocked_finish(Body body, signal s = signal::lazy) {
+APGAS_AWAIT_IT task<> clocked_finish(Body body, signal s = signal::lazy) {
   co_await finish([&]() -> task<> {
     clock c = co_await clock::make(s);
     co_await body(c);
