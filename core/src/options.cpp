@@ -4,11 +4,14 @@
 #include "apgas/exceptions.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 namespace apgas {
 
@@ -150,6 +153,60 @@ options options::from_env_and_args(int& argc, char** argv) {
   argc = out;
   argv[argc] = nullptr;
   return o;
+}
+
+namespace {
+
+/// Variables of apgas's tools (launch/, bench/), not the runtime's: never reported.
+constexpr const char* k_tool_variables[] = {
+    "APGAS_MPI_MCA",         "APGAS_PRESET",          "APGAS_APPS_DIR",
+    "APGAS_BENCH_THREADS_1", "APGAS_BENCH_THREADS_N", "APGAS_PLACES_BENCH_DIR",
+};
+
+/// Edits (insert, delete, replace, swap two neighbours) from a to b, capped at 3.
+std::size_t distance(std::string_view a, std::string_view b) {
+  if (a.size() > b.size() + 3 || b.size() > a.size() + 3) return 3;
+  std::vector<std::size_t> prev2(b.size() + 1), prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      cur[j] =
+          std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        cur[j] = std::min(cur[j], prev2[j - 2] + 1);
+    }
+    prev2.swap(prev);
+    prev.swap(cur);
+  }
+  return std::min<std::size_t>(prev[b.size()], 3);
+}
+
+} // namespace
+
+std::vector<std::string> options::unknown_variables() {
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry = *e;
+    const std::string_view name = entry.substr(0, entry.find('='));
+    if (name.substr(0, 6) != "APGAS_") continue;
+    const auto is = [&](const char* known) { return name == known; };
+    if (std::any_of(std::begin(k_knobs), std::end(k_knobs),
+                    [&](const knob& k) { return is(k.variable); }) ||
+        std::any_of(std::begin(k_tool_variables), std::end(k_tool_variables), is))
+      continue;
+    const knob* closest = nullptr;
+    std::size_t best = 3;
+    for (const knob& k : k_knobs)
+      if (const std::size_t d = distance(name, k.variable); d < best) {
+        best = d;
+        closest = &k;
+      }
+    out.push_back(closest == nullptr
+                      ? std::string(name)
+                      : fmt::format("{} (did you mean {}?)", name, closest->variable));
+  }
+  return out;
 }
 
 std::string options::help_text() {

@@ -18,6 +18,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 namespace apgas {
 
@@ -52,10 +53,64 @@ void report_build_mismatch(place_id here, const std::vector<std::uint64_t>& buil
 
 } // namespace
 
+namespace {
+
+/// This process's rank as its MPI launcher numbered it (before MPI is initialised), or 0:
+/// messages about the command line are printed once, by place 0.
+unsigned launcher_rank() noexcept {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* v = std::getenv(name))
+      return static_cast<unsigned>(std::strtoul(v, nullptr, 10));
+  return 0;
+}
+
+/// True if argv asks for help (before `--`, after which everything is the program's).
+bool asks_for_help(int argc, char** argv) noexcept {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") return false;
+    if (a == "--help" || a == "-h") return true;
+  }
+  return false;
+}
+
+/// The options of the environment and of argv (if any), or the end of the process: --help
+/// prints the runtime's options (exit 0), a bad value one line (exit 2), both at place 0
+/// alone. Warns about APGAS_* variables that are no option.
+options command_line_options(int* argc, char** argv) {
+  const bool speaks = launcher_rank() == 0;
+  if (argc != nullptr && asks_for_help(*argc, argv)) {
+    if (speaks)
+      std::fprintf(
+          stdout,
+          "%s: an apgas program. The runtime takes these flags out of its command line "
+          "(before any `--`) and reads these variables; a flag wins over a variable.\n\n%s",
+          argv[0], options::help_text().c_str());
+    std::fflush(stdout);
+    std::exit(0);
+  }
+  try {
+    options o = argc != nullptr ? options::from_env_and_args(*argc, argv) : options::from_env();
+    if (speaks)
+      for (const std::string& name : options::unknown_variables())
+        std::fprintf(stderr, "apgas: warning: %s is not an apgas option (--help lists them)\n",
+                     name.c_str());
+    return o;
+  } catch (const usage_error& e) {
+    if (speaks) std::fprintf(stderr, "apgas: %s (--help lists the options)\n", e.what());
+    std::fflush(stderr);
+    std::exit(2);
+  }
+}
+
+} // namespace
+
 runtime::runtime(int& argc, char** argv) {
-  const options o = options::from_env_and_args(argc, argv);
+  const options o = command_line_options(&argc, argv);
   start(o, &argc, &argv);
 }
+
+runtime::runtime() { start(command_line_options(nullptr, nullptr), nullptr, nullptr); }
 
 runtime::runtime(const options& opts) { start(opts, nullptr, nullptr); }
 

@@ -1,6 +1,7 @@
 # Runs COMMAND (a |-separated list) and checks its exit code and output (stdout without its
 # trailing newline):
-#   -DCOMMAND=a|b|c  -DRC=n  [-DOUT=regex] [-DERR=regex]
+#   -DCOMMAND=a|b|c  -DRC=n  [-DOUT=regex] [-DERR=regex] [-DERR_ONCE=regex]
+#   (ERR_ONCE: stderr has exactly one match: one line from all places, say)
 #   [-DHOSTFILE=path -DHOSTS=line@@line]  writes that hostfile first
 #   [-DSET_ENV=NAME=VALUE@@...]            sets these variables for the command
 cmake_minimum_required(VERSION 3.25)
@@ -27,4 +28,11 @@ if(DEFINED OUT AND NOT out MATCHES "${OUT}")
 endif()
 if(DEFINED ERR AND NOT err MATCHES "${ERR}")
   message(FATAL_ERROR "stderr does not match `${ERR}`")
+endif()
+if(DEFINED ERR_ONCE)
+  string(REGEX MATCHALL "${ERR_ONCE}" matches "${err}")
+  list(LENGTH matches n)
+  if(NOT n EQUAL 1)
+    message(FATAL_ERROR "stderr matches `${ERR_ONCE}` ${n} times, expected once")
+  endif()
 endif()

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <type_traits>
@@ -101,6 +102,22 @@ TEST(options, a_variable_set_but_empty_is_a_bad_value_not_the_default) {
     }
     ::unsetenv(variable);
   }
+}
+
+TEST(options, apgas_variables_that_are_no_option_are_named_with_the_closest_option) {
+  ::setenv("APGAS_THRAEDS", "2", 1);         // two letters swapped
+  ::setenv("APGAS_NOTHING_LIKE_IT", "1", 1); // nothing close
+  ::setenv("APGAS_MPI_MCA", "", 1);          // apgasrun's own
+  const std::vector<std::string> unknown = apgas::options::unknown_variables();
+  ::unsetenv("APGAS_THRAEDS");
+  ::unsetenv("APGAS_NOTHING_LIKE_IT");
+  ::unsetenv("APGAS_MPI_MCA");
+  EXPECT_NE(
+      std::find(unknown.begin(), unknown.end(), "APGAS_THRAEDS (did you mean APGAS_THREADS?)"),
+      unknown.end());
+  EXPECT_NE(std::find(unknown.begin(), unknown.end(), "APGAS_NOTHING_LIKE_IT"), unknown.end());
+  for (const std::string& u : unknown) EXPECT_EQ(u.find("APGAS_MPI_MCA"), std::string::npos);
+  EXPECT_EQ(unknown.size(), 2U);
 }
 
 TEST(options, help_text_lists_every_flag_with_its_variable) {

@@ -218,8 +218,7 @@ APGAS_AWAIT_IT detail::async_awaiter<T> async(task<T>&& t) {
 /// @brief Like async(t), and stores the task's result in `out` when it ends. `out` must stay
 /// alive until the enclosing finish ends (X10's async-initialised value).
 template <class T, class U>
-requires std::same_as<T, U>
-APGAS_AWAIT_IT detail::async_awaiter<T> async(task<T>&& t, U& out) {
+requires std::same_as<T, U> APGAS_AWAIT_IT detail::async_awaiter<T> async(task<T>&& t, U& out) {
   auto h = t.release();
   h.promise().m_out = &out;
   return {h};
@@ -229,8 +228,8 @@ APGAS_AWAIT_IT detail::async_awaiter<T> async(task<T>&& t, U& out) {
 /// lambda `[=]() -> task<> {...}`) or a plain function that does not suspend. The callable is
 /// moved into the activity, so its captures live as long as it runs.
 template <class F>
-requires(!detail::is_task_v<F> && std::invocable<std::decay_t<F>&>)
-    APGAS_AWAIT_IT detail::async_awaiter<void> async(F&& f) {
+requires(!detail::is_task_v<F> &&
+         std::invocable<std::decay_t<F>&>) APGAS_AWAIT_IT detail::async_awaiter<void> async(F&& f) {
   return {detail::run_owned(std::decay_t<F>(std::forward<F>(f))).release()};
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace apgas {
 
@@ -118,6 +119,10 @@ struct options {
   static options from_env();
   /// @brief One line an option: flag, variable, meaning, default (for --help texts).
   static std::string help_text();
+  /// @brief APGAS_* variables of this process's environment that are no runtime option nor a
+  /// variable of apgas's tools (a misspelling, say), each with the option it is close to if
+  /// any: "APGAS_THRAEDS (did you mean APGAS_THREADS?)".
+  static std::vector<std::string> unknown_variables();
 };
 
 } // namespace apgas

@@ -36,15 +36,25 @@ class run_protocol;
 class runtime {
 public:
   /// @brief Starts this place: reads APGAS_* variables and consumes the runtime's flags from
-  /// argv; initialises MPI when launched by mpirun (checking the thread level it gets), or
-  /// uses the MPI the program already initialised. Every place checks that all run the same
-  /// build of the program; if not, the job ends (exit code 1) with a message naming them.
-  /// Until it is destroyed, SIGTERM, SIGINT and an uncaught exception end the place with one
-  /// line on stderr saying so (an exception: exit code 1).
-  /// @throws usage_error on a bad flag; std::runtime_error if MPI cannot be used.
+  /// argv (those `--help` lists: argc and argv keep the program's own arguments, and
+  /// everything after `--`); initialises MPI when launched by mpirun (checking the thread level
+  /// it gets), or uses the MPI the program already initialised. Every place checks that all run
+  /// the same build of the program; if not, the job ends (exit code 1) with a message naming
+  /// them. Until it is destroyed, SIGTERM, SIGINT and an uncaught exception end the place with
+  /// one line on stderr saying so (an exception: exit code 1).
+  ///
+  /// For a program's command line: `--help` (or `-h`) prints the runtime's options and ends the
+  /// process with exit code 0; a bad flag or APGAS_* value prints one line (at place 0) and ends
+  /// it with exit code 2; an APGAS_* variable that is no option gets a warning. A program with a
+  /// --help of its own makes its options with options::from_env_and_args (which leaves --help
+  /// alone) and shows options::help_text() in it.
+  /// @throws std::runtime_error if MPI cannot be used.
   runtime(int& argc, char** argv);
+  /// @brief Starts this place with the options of the APGAS_* variables (a bad value: one line
+  /// and exit code 2, as above).
+  runtime();
   /// @brief Starts this place with the given options (MPI when launched by mpirun).
-  explicit runtime(const options& opts = options::from_env());
+  explicit runtime(const options& opts);
   runtime(const runtime&) = delete;
   runtime& operator=(const runtime&) = delete;
   /// Collective: waits for every place, stops the workers, prints statistics if asked,

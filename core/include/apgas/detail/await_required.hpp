@@ -8,9 +8,9 @@
 #pragma once
 
 /// @brief Marks a function whose result must be co_awaited.
-#define APGAS_AWAIT_IT                                                                           \
-  [[nodiscard("apgas: co_await it: an async, finish, at, atomic, when or advance that is not "   \
-              "awaited does nothing (inside an atomic block, write (void)apgas::atomic(...): "    \
+#define APGAS_AWAIT_IT                                                                             \
+  [[nodiscard("apgas: co_await it: an async, finish, at, atomic, when or advance that is not "     \
+              "awaited does nothing (inside an atomic block, write (void)apgas::atomic(...): "     \
               "it runs as part of the block)")]]
 
 #if !defined(APGAS_ALLOW_DISCARDED_RESULTS) && (defined(__GNUC__) || defined(__clang__))
