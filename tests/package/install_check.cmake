@@ -54,3 +54,17 @@ step("compile hello_places.cpp with pkg-config's flags"
 expect("hello_places (pkg-config)" "1 place\\(s\\): total = 11" "${WORK}/hello_places_pc")
 expect("hello_places (pkg-config), 2 places" "2 place\\(s\\): total = 22"
        ${MPIEXEC} -n 2 ${mpiexec_flags} "${WORK}/hello_places_pc" --threads 1)
+
+# A forgotten co_await does not compile against the installed headers either: the first
+# example with the co_await of an async removed, compiled as a user would (pkg-config's flags).
+file(READ "${SOURCE_DIR}/docs/examples/hello_finish.cpp" source)
+string(REPLACE "co_await apgas::async(count_to(counter, 100));"
+               "apgas::async(count_to(counter, 100));" forgotten "${source}")
+file(WRITE "${WORK}/forgotten_co_await.cpp" "${forgotten}")
+execute_process(COMMAND "${CXX}" -std=c++20 ${cxx_flags} "${WORK}/forgotten_co_await.cpp" ${flags}
+                        -o "${WORK}/forgotten_co_await"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(rc STREQUAL "0" OR NOT out MATCHES "apgas: co_await it")
+  message(FATAL_ERROR "a forgotten co_await compiled, or without the message (${rc}):\n${out}")
+endif()
+message("-- a forgotten co_await does not compile: apgas: co_await it")
