@@ -215,7 +215,7 @@ APGAS_AWAIT_IT auto atomic(F&& f) {
 /// place's state dump (SIGUSR1).
 template <class C, class F>
 APGAS_AWAIT_IT auto when(C&& cond, F&& f,
-                        std::source_location site = std::source_location::current()) {
+                         std::source_location site = std::source_location::current()) {
   constexpr bool plain_condition = detail::check_plain_condition<std::decay_t<C>>();
   constexpr bool plain_block = detail::check_plain_block<std::decay_t<F>>();
   if (detail::in_atomic_block()) [[unlikely]]

@@ -1,10 +1,12 @@
 /// @file Reductions carried by a clock's phases: `co_await c.advance(apgas::sum, x)` returns the
 /// sum of every contribution of the phase, at every place, with no message of its own (the
-/// contributions ride on the phase's own signalling). apgas::sum, apgas::min and apgas::max
-/// are provided; any stateless associative function object works the same way.
+/// contributions ride on the phase's own signalling). The operations are apgas::sum,
+/// apgas::min and apgas::max (<apgas/reductions.hpp>) or any stateless associative function
+/// object.
 #pragma once
 
 #include "apgas/detail/serialization_traits.hpp"
+#include "apgas/reductions.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -14,48 +16,10 @@
 
 namespace apgas {
 
-/// @brief Sum of the contributions (operator+).
-inline constexpr struct sum_op {
-  template <class T>
-  T operator()(const T& a, const T& b) const {
-    return a + b;
-  }
-} sum{};
-
-/// @brief Smallest contribution (operator<).
-inline constexpr struct min_op {
-  template <class T>
-  T operator()(const T& a, const T& b) const {
-    return std::min(a, b);
-  }
-} min{};
-
-/// @brief Largest contribution (operator<).
-inline constexpr struct max_op {
-  template <class T>
-  T operator()(const T& a, const T& b) const {
-    return std::max(a, b);
-  }
-} max{};
-
 namespace detail {
 
 /// @brief The largest value a clock reduction carries.
 inline constexpr std::size_t k_max_reduce_bytes = 64;
-
-/// @brief Folds `value` into `acc` (both of the reduction's type, unaligned bytes).
-using combine_fn = void (*)(std::byte* acc, const std::byte* value);
-
-/// @brief `acc = Op{}(acc, value)` on the bytes of two T.
-template <class T, class Op>
-void combine_bytes(std::byte* acc, const std::byte* value) {
-  T a;
-  T v;
-  std::memcpy(&a, acc, sizeof(T));
-  std::memcpy(&v, value, sizeof(T));
-  a = Op{}(a, v);
-  std::memcpy(acc, &a, sizeof(T));
-}
 
 /// @brief One activity's contribution to a phase's reduction, type-erased: the combine
 /// function names the operation and the type (the same code at every place).

@@ -22,6 +22,7 @@
 // into MPI that would otherwise lie on the path of every `at` round trip), and reposting in
 // completion order keeps the posting order a ring. The coalescer keeps logical messages
 // in order inside and across network messages.
+#include "mpi_collectives.hpp"
 #include "mpi_common.hpp"
 #include "transport_base.hpp"
 #include "transport_mpi.hpp"
@@ -70,8 +71,10 @@ std::atomic<int> g_live_transports{0};
 
 class mpi_transport final : public transport_base {
 public:
-  mpi_transport(MPI_Comm comm, MPI_Comm big, place_id here, place_id places, const options& opts)
-      : transport_base(here, places, opts), m_comm(comm), m_big(big) {}
+  mpi_transport(MPI_Comm comm, MPI_Comm big, MPI_Comm teams, place_id here, place_id places,
+                const options& opts)
+      : transport_base(here, places, opts), m_comm(comm), m_big(big),
+        m_collectives(teams, m_net_lock) {}
   ~mpi_transport() override;
   void barrier() override;
   std::vector<std::uint64_t> all_gather(std::uint64_t value) override;
@@ -83,7 +86,9 @@ protected:
     // The idle poll's case inline: otherwise every round of an idle worker would set up the
     // completion code's frame before its first test.
     if (!m_requests.empty()) complete_sends();
+    if (m_collectives.any_pending()) m_collectives.test_locked();
   }
+  collective_network* collectives() noexcept override { return &m_collectives; }
   void net_receive() override;
   void net_release(received&& message) override;
 
@@ -109,8 +114,9 @@ private:
   /// Polls (delivering messages) until the collective `request` completes.
   void wait_polling(MPI_Request& request);
 
-  MPI_Comm m_comm; ///< small messages and announcements
-  MPI_Comm m_big;  ///< big messages, each after its announcement
+  MPI_Comm m_comm;               ///< small messages and announcements
+  MPI_Comm m_big;                ///< big messages, each after its announcement
+  mpi_collectives m_collectives; ///< teams and their collectives (a communicator of their own)
   // Poll owner only: the posted receives, completed and reposted in ring order from m_next.
   // The m_unposted slots before m_next completed and wait to be posted again (their request is
   // MPI_REQUEST_NULL): the next net_receive() posts them first.
@@ -433,16 +439,19 @@ std::unique_ptr<transport> make_mpi_transport(const options& opts) {
   try {
     MPI_Comm comm = MPI_COMM_NULL;
     MPI_Comm big = MPI_COMM_NULL;
+    MPI_Comm teams = MPI_COMM_NULL;
     mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
     mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &big), "MPI_Comm_dup");
+    mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &teams), "MPI_Comm_dup");
     // Errors on our communicators come back as codes, which mpi_check() turns into exceptions.
     mpi_check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     mpi_check(MPI_Comm_set_errhandler(big, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    mpi_check(MPI_Comm_set_errhandler(teams, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     int rank = 0;
     int size = 0;
     mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
     mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-    return std::make_unique<mpi_transport>(comm, big, static_cast<place_id>(rank),
+    return std::make_unique<mpi_transport>(comm, big, teams, static_cast<place_id>(rank),
                                            static_cast<place_id>(size), opts);
   } catch (...) {
     g_live_transports.fetch_sub(1, std::memory_order_acq_rel);

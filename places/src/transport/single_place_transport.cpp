@@ -1,11 +1,65 @@
 // The transport of a program started without mpirun: one place, loopback only, on the
 // in-process network (so that even a single place exercises the same message paths).
+#include "apgas/detail/collective_network.hpp"
+
 #include "transport_fake.hpp"
 #include "transport_single.hpp"
+
+#include <atomic>
+#include <cstring>
+#include <vector>
 
 namespace apgas::detail {
 
 namespace {
+
+/// The collectives of a team of one: each completes inside start(), as a copy (or nothing).
+class single_member_collectives final : public collective_network {
+public:
+  const std::vector<place_id>& members(team_handle) const override { return m_members; }
+  place_id rank(team_handle) const override { return 0; }
+  bool completes_at_once() const noexcept override { return true; }
+  void start(const collective_call& c, collective_done& done) override {
+    const std::size_t size = c.type.size;
+    const auto copy = [&](const void* from, void* to, std::size_t n) {
+      if (from != to && n != 0) std::memmove(to, from, n * size);
+    };
+    switch (c.kind) {
+    case collective_kind::barrier:
+    case collective_kind::broadcast:
+    case collective_kind::exscan:
+      break; // nothing (rank 0's exscan result is left as it was)
+    case collective_kind::reduce:
+    case collective_kind::allreduce:
+    case collective_kind::scan:
+    case collective_kind::gather:
+    case collective_kind::allgather:
+    case collective_kind::alltoall:
+      copy(c.send, c.recv, c.count);
+      break;
+    case collective_kind::allgatherv:
+      copy(c.send, static_cast<std::byte*>(c.recv) + c.recv_displs[0] * size, c.count);
+      break;
+    case collective_kind::alltoallv:
+      copy(static_cast<const std::byte*>(c.send) + c.send_displs[0] * size,
+           static_cast<std::byte*>(c.recv) + c.recv_displs[0] * size,
+           static_cast<std::size_t>(c.send_counts[0]));
+      break;
+    }
+    done.done(nullptr);
+  }
+  team_handle split(team_handle, int color, int) override {
+    // relaxed: only that the handles differ matters.
+    return color < 0 ? k_no_team : m_teams.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+  void free(team_handle) noexcept override {}
+  std::size_t pending() const noexcept override { return 0; }
+
+private:
+  std::vector<place_id> m_members{0};
+  std::atomic<team_handle> m_teams{0}; ///< handles given out
+};
+
 class single_place_transport final : public transport {
 public:
   explicit single_place_transport(const options& opts) : m_network(1, opts) {}
@@ -37,11 +91,13 @@ public:
   void barrier() override { ep().barrier(); }
   bool loopback_only() const noexcept override { return true; }
   void set_send_hook(std::function<void()> hook) override { m_send_hook = std::move(hook); }
+  collective_network* collectives() noexcept override { return &m_collectives; }
 
 private:
   transport& ep() { return m_network.endpoint(0); }
   fake_network m_network;
   std::function<void()> m_send_hook;
+  single_member_collectives m_collectives;
 };
 } // namespace
 

@@ -325,7 +325,8 @@ APGAS_AWAIT_IT auto async(detail::clocked_spawn<Clocks...> spawn, Body&& body) {
 /// @brief Starts f(registrations..., args...) at place p, registered on the clocks of
 /// `clocked(c...)`, governed by the caller's finish. f captures nothing (as for any async_at).
 template <class... Clocks, class F, class... Args>
-APGAS_AWAIT_IT auto async_at(place_id p, detail::clocked_spawn<Clocks...> spawn, F, Args&&... args) {
+APGAS_AWAIT_IT auto async_at(place_id p, detail::clocked_spawn<Clocks...> spawn, F,
+                             Args&&... args) {
   detail::require_stateless<F>();
   return detail::clocked_async_at_awaiter<F, detail::clocked_spawn<Clocks...>, Args...>(
       p, spawn, std::forward<Args>(args)...);

@@ -1,0 +1,110 @@
+// The network's side of teams and their collectives: communicators and nonblocking
+// collectives (MPI's), started by an activity and completed by the place's polling, which then
+// wakes the activity (places/include/apgas/team.hpp). A transport that has them returns this
+// interface from transport::collectives(): MPI (places/src/transport/mpi_collectives.cpp) and
+// the one-place transport (every collective of one member completes at once).
+#pragma once
+
+#include "apgas/reductions.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <vector>
+
+namespace apgas::detail {
+
+using place_id = std::uint32_t;
+
+/// @brief A team's communicator, by number (0: every place).
+using team_handle = std::uint32_t;
+inline constexpr team_handle k_world_team = 0;
+
+/// @brief What a collective does (MPI's nonblocking collectives, one each).
+enum class collective_kind : std::uint8_t {
+  barrier,
+  broadcast,  ///< recv (count) from root to all, in place
+  reduce,     ///< send -> recv at root
+  allreduce,  ///< send -> recv (send may be recv: in place)
+  scan,       ///< inclusive
+  exscan,     ///< exclusive (rank 0's recv is left as it was)
+  gather,     ///< send (count) -> recv (count * size) at root
+  allgather,  ///< send (count) -> recv (count * size)
+  allgatherv, ///< send (count) -> recv, recv_counts and recv_displs per rank
+  alltoall,   ///< send (count per rank) -> recv (count per rank)
+  alltoallv,  ///< send/recv with counts and displacements per rank
+};
+const char* to_string(collective_kind k) noexcept;
+
+/// @brief An element's type as the network sees it: a number MPI knows, or bytes.
+struct element_type {
+  enum class scalar : std::uint8_t { bytes, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64 };
+  scalar kind = scalar::bytes;
+  std::uint32_t size = 1; ///< bytes per element
+};
+
+/// @brief How a reduction combines two elements: a built-in operation on numbers (MPI's own),
+/// or `combine` (acc = op(acc, value) on the bytes of one element) for anything else.
+struct reduce_op {
+  enum class builtin : std::uint8_t { none, sum, min, max };
+  builtin op = builtin::none;
+  combine_fn combine = nullptr;
+  bool commutative = false; ///< a user operation: may the network reorder its operands?
+};
+
+/// @brief One collective call: the buffers stay the caller's until it completes.
+struct collective_call {
+  collective_kind kind = collective_kind::barrier;
+  team_handle team = k_world_team;
+  place_id root = 0; ///< team rank (broadcast, reduce, gather)
+  const void* send = nullptr;
+  void* recv = nullptr;
+  std::size_t count = 0; ///< elements (per rank for gather, allgather, alltoall)
+  element_type type;
+  reduce_op op;
+  // allgatherv: recv_counts/recv_displs per rank; alltoallv: all four (elements).
+  const int* send_counts = nullptr;
+  const int* send_displs = nullptr;
+  const int* recv_counts = nullptr;
+  const int* recv_displs = nullptr;
+};
+
+/// @brief Told once when a collective completes (from the polling thread, under the network's
+/// lock: it must not call the transport).
+class collective_done {
+public:
+  virtual void done(std::exception_ptr error) noexcept = 0;
+
+protected:
+  ~collective_done() = default;
+};
+
+/// @brief Teams and collectives of a network. Thread-safety: any thread.
+class collective_network {
+public:
+  virtual ~collective_network() = default;
+  /// @brief The places of a team, by team rank.
+  virtual const std::vector<place_id>& members(team_handle team) const = 0;
+  /// @brief This place's rank in `team`.
+  virtual place_id rank(team_handle team) const = 0;
+  /// @brief True if every collective completes inside start() (one place).
+  virtual bool completes_at_once() const noexcept { return false; }
+  /// @brief Starts `call`; `done` is told when it completes (for completes_at_once(), before
+  /// start returns). @throws transport_error if the network refuses it.
+  virtual void start(const collective_call& call, collective_done& done) = 0;
+  /// @brief Collective over `parent`'s members, which must all be calling it (each has seen
+  /// every member arrive: a barrier first): the members with the same color >= 0 form a team,
+  /// ranked by key then by parent rank. @return its handle, or nullopt-like ~0u for a
+  /// negative color (no team).
+  virtual team_handle split(team_handle parent, int color, int key) = 0;
+  /// @brief Frees a team made by split (its collectives have all completed).
+  virtual void free(team_handle team) noexcept = 0;
+  /// @brief Collectives started and not completed (for idle polling and the state dump).
+  virtual std::size_t pending() const noexcept = 0;
+};
+
+/// @brief split()'s answer to a member that asked for no team (a negative color).
+inline constexpr team_handle k_no_team = ~team_handle{0};
+
+} // namespace apgas::detail

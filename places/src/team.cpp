@@ -1,0 +1,187 @@
+// Teams at one place (see <apgas/team.hpp>): their handles, the collectives in flight (listed
+// in the state dump), and how a collective suspends and wakes its activity.
+#include "apgas/team.hpp"
+
+#include "apgas/detail/place_engine.hpp"
+#include "apgas/detail/protocol_module.hpp"
+#include "apgas/detail/scheduler.hpp"
+#include "apgas/detail/worker.hpp"
+
+#include <fmt/format.h>
+
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+namespace apgas {
+namespace detail {
+
+namespace {
+
+/// The teams module of a place: the network's collectives, the world team, and the list of
+/// collectives in flight. A protocol module without messages (registered so that the state
+/// dump lists what a hung collective waits for).
+class team_module final : public protocol_module {
+public:
+  explicit team_module(place_engine& engine)
+      : m_engine(engine), m_net(engine.net().collectives()), m_alive(std::make_shared<int>(0)) {
+    engine.describes_state_with<&team_module::describe>(*this, "collectives in flight");
+  }
+  ~team_module() override { m_world.reset(); }
+
+  static team_module& current() {
+    team_module* m = place_engine::current().find_module<team_module>();
+    if (m == nullptr) [[unlikely]]
+      throw std::logic_error("apgas: this runtime has no teams module");
+    return *m;
+  }
+
+  collective_network& net() const {
+    if (m_net == nullptr)
+      throw std::logic_error("apgas: teams need a network with collectives (MPI or one place)");
+    return *m_net;
+  }
+  place_engine& engine() const noexcept { return m_engine; }
+  std::weak_ptr<int> alive() const noexcept { return m_alive; }
+
+  std::shared_ptr<team_state> world();
+
+  void list(collective_waiter& w) {
+    const std::lock_guard guard(m_mutex);
+    w.m_prev = nullptr;
+    w.m_next = m_first;
+    if (m_first != nullptr) m_first->m_prev = &w;
+    m_first = &w;
+  }
+  void unlist(collective_waiter& w) noexcept {
+    const std::lock_guard guard(m_mutex);
+    (w.m_prev != nullptr ? w.m_prev->m_next : m_first) = w.m_next;
+    if (w.m_next != nullptr) w.m_next->m_prev = w.m_prev;
+  }
+
+  std::string describe() const {
+    const std::lock_guard guard(m_mutex);
+    std::string s;
+    const auto now = std::chrono::steady_clock::now();
+    for (const collective_waiter* w = m_first; w != nullptr; w = w->m_next)
+      s += fmt::format("    {} on team {} for {:.3f} s, called at {}:{} in {}\n",
+                       to_string(w->m_call.kind), w->m_call.team,
+                       std::chrono::duration<double>(now - w->m_since).count(),
+                       w->m_site.file_name(), w->m_site.line(), w->m_site.function_name());
+    return s;
+  }
+
+private:
+  place_engine& m_engine;
+  collective_network* m_net;
+  std::shared_ptr<int> m_alive; ///< teams free their handle only while it lives
+  std::mutex m_world_mutex;
+  std::shared_ptr<team_state> m_world;
+  mutable std::mutex m_mutex;
+  collective_waiter* m_first = nullptr;
+};
+
+} // namespace
+
+APGAS_REGISTER_PROTOCOL_MODULE(teams,
+                               [](place_engine& engine) { engine.add_module<team_module>(); });
+
+struct team_state {
+  team_state(team_module& m, team_handle h)
+      : module(&m), handle(h), members(m.net().members(h)), rank(m.net().rank(h)),
+        alive(m.alive()) {}
+  ~team_state() {
+    // A team that outlives its runtime has nothing left to free.
+    if (handle != k_world_team && !alive.expired()) module->net().free(handle);
+  }
+  team_module* module;
+  team_handle handle;
+  std::vector<place_id> members;
+  place_id rank;
+  std::weak_ptr<int> alive;
+};
+
+std::shared_ptr<team_state> team_module::world() {
+  const std::lock_guard guard(m_world_mutex);
+  if (m_world == nullptr) m_world = std::make_shared<team_state>(*this, k_world_team);
+  return m_world;
+}
+
+// ---- a collective in flight -----------------------------------------------------------------
+
+collective_waiter::collective_waiter(const std::shared_ptr<team_state>& team,
+                                     const collective_call& call, std::source_location site)
+    : m_call(call), m_site(site), m_team(team) {
+  m_call.team = team->handle;
+}
+
+bool collective_waiter::start_at_once() {
+  collective_network& net = m_team->module->net();
+  if (!net.completes_at_once()) return false;
+  try {
+    net.start(m_call, *this); // done() runs inside: no activity to wake
+  } catch (...) {
+    m_error = std::current_exception();
+  }
+  return true;
+}
+
+std::coroutine_handle<> collective_waiter::start_suspended(promise_base& activity) {
+  team_module& module = *m_team->module;
+  m_activity = &activity;
+  m_since = std::chrono::steady_clock::now();
+  // What this worker runs next is decided before the collective can complete (on another
+  // thread's poll, which then makes the activity runnable).
+  const std::coroutine_handle<> next = t_worker->suspend_for_external();
+  module.list(*this);
+  module.engine().expect_message(); // idle workers poll eagerly meanwhile
+  try {
+    module.net().start(m_call, *this);
+  } catch (...) {
+    done(std::current_exception());
+  }
+  return next;
+}
+
+void collective_waiter::done(std::exception_ptr error) noexcept {
+  m_error = std::move(error);
+  if (m_activity == nullptr) return; // started at once: the awaiter goes on by itself
+  team_module& module = *m_team->module;
+  module.unlist(*this);
+  module.engine().expected_message_arrived();
+  module.engine().sched().inject(as_independent(m_activity));
+}
+
+} // namespace detail
+
+// ---- team -------------------------------------------------------------------------------------
+
+team team::world() { return team(detail::team_module::current().world()); }
+
+const detail::team_state& team::state() const {
+  if (m_state == nullptr) throw std::logic_error("apgas: a collective on no team");
+  return *m_state;
+}
+
+place_id team::size() const { return static_cast<place_id>(state().members.size()); }
+place_id team::rank() const { return state().rank; }
+const std::vector<place_id>& team::places() const { return state().members; }
+
+place_id team::place(place_id r) const {
+  const std::vector<place_id>& m = state().members;
+  if (r >= m.size())
+    throw std::out_of_range(fmt::format("apgas: team rank {} of a team of {}", r, m.size()));
+  return m[r];
+}
+
+task<team> team::split(int color, int key) const {
+  // Every member is here before any enters the network's split, which blocks its place's
+  // network until all have (see collective_network::split).
+  co_await barrier();
+  detail::team_module& module = *m_state->module;
+  const detail::team_handle h = module.net().split(m_state->handle, color, key);
+  if (h == detail::k_no_team) co_return team();
+  co_return team(std::make_shared<detail::team_state>(module, h));
+}
+
+} // namespace apgas

@@ -1,0 +1,69 @@
+// Teams and collectives over MPI (see apgas/detail/collective_network.hpp): a communicator per
+// team, MPI's nonblocking collectives started under the transport's network lock and tested at
+// every poll (mpi_transport's net_complete_sends), so that a waiting activity suspends and its
+// worker keeps working. Internal to places/src/transport; includes mpi.h.
+#pragma once
+
+#include "apgas/detail/collective_network.hpp"
+#include "apgas/detail/spin_lock.hpp"
+
+#include "mpi_common.hpp"
+
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace apgas::detail {
+
+/// @brief The collectives of one MPI transport. Thread-safety: any thread; every MPI call under
+/// the transport's network lock (`net_lock`), which test_locked's caller already holds.
+class mpi_collectives final : public collective_network {
+public:
+  /// @param world every place's communicator (a duplicate of its own: its collectives never
+  /// meet the transport's point-to-point traffic).
+  mpi_collectives(MPI_Comm world, spin_lock& net_lock);
+  ~mpi_collectives() override;
+
+  const std::vector<place_id>& members(team_handle team) const override;
+  place_id rank(team_handle team) const override;
+  void start(const collective_call& call, collective_done& done) override;
+  team_handle split(team_handle parent, int color, int key) override;
+  void free(team_handle team) noexcept override;
+  std::size_t pending() const noexcept override;
+
+  /// @brief Completes what finished: tells each its done. pre: the network lock is held.
+  void test_locked();
+  /// @brief True if a collective is in flight (a hint: a relaxed read).
+  bool any_pending() const noexcept {
+    return m_pending_count.load(std::memory_order_relaxed) != 0; // relaxed: a hint
+  }
+
+private:
+  struct team_state {
+    MPI_Comm comm = MPI_COMM_NULL;
+    std::vector<place_id> members; ///< places by team rank
+    place_id rank = 0;
+  };
+  const team_state& state(team_handle team) const;
+  /// MPI's datatype and operation for a call's elements (cached: made once per kind).
+  MPI_Datatype datatype_locked(const element_type& type, const reduce_op& op);
+  MPI_Op op_locked(const reduce_op& op);
+  void start_locked(const collective_call& call, MPI_Datatype type, MPI_Op op,
+                    MPI_Request* request);
+
+  spin_lock& m_net_lock;
+  std::vector<std::unique_ptr<team_state>> m_teams; ///< by handle; null: freed (reusable)
+  // Under m_net_lock: in flight, m_requests[i] for m_done[i] (MPI wants a plain array).
+  std::vector<MPI_Request> m_requests;
+  std::vector<collective_done*> m_done;
+  std::vector<MPI_Datatype> m_user_datatypes; ///< made here, freed at the end
+  std::map<std::pair<std::uint32_t, combine_fn>, MPI_Datatype> m_user_types;
+  std::map<std::uint32_t, MPI_Datatype> m_byte_types;
+  MPI_Op m_user_op_commutative = MPI_OP_NULL;
+  MPI_Op m_user_op_ordered = MPI_OP_NULL;
+  std::vector<int> m_indices; ///< MPI_Testsome's output, reused
+  std::atomic<std::size_t> m_pending_count{0}; ///< m_requests.size(), readable without the lock
+};
+
+} // namespace apgas::detail
