@@ -11,6 +11,7 @@
 #include "apgas/collectives.hpp"
 #include "apgas/core.hpp"
 #include "apgas/distribution.hpp"
+#include "apgas/future.hpp"
 #include "apgas/global_ref.hpp"
 #include "apgas/message_counts.hpp"
 #include "apgas/place.hpp"

@@ -98,8 +98,8 @@ public:
   allreduce(std::span<T> values, Op,
             std::source_location site = std::source_location::current()) const {
     const detail::reduction_spec spec = detail::reduction_spec_of<T, Op>();
-    return make<void>(detail::collective_kind::allreduce, spec, spec.count * values.size(), 0,
-                      site, detail::no_buffers{values.data(), values.data()});
+    return make<void>(detail::collective_kind::allreduce, spec, spec.count * values.size(), 0, site,
+                      detail::no_buffers{values.data(), values.data()});
   }
   /// @brief `op` over every member's `value`, at root (a team rank); nullopt elsewhere.
   template <class T, class Op>
@@ -134,7 +134,8 @@ public:
          std::source_location site = std::source_location::current()) const {
     detail::require_team_value<T>();
     return make<std::vector<T>>(detail::collective_kind::gather, detail::copy_spec<T>(), 1, root,
-                                site, detail::gathered_values<T>{value, rank() == root ? size() : 0});
+                                site,
+                                detail::gathered_values<T>{value, rank() == root ? size() : 0});
   }
   /// @brief Every member's `value` at every member, by rank.
   template <class T>
@@ -201,8 +202,8 @@ task<std::vector<std::vector<T>>> team::allgatherv(std::span<const T> values,
   const std::vector<long> counts = co_await allgather(static_cast<long>(values.size()), site);
   detail::varying<T> v(counts);
   v.send = values.data();
-  co_await make<void>(detail::collective_kind::allgatherv, detail::copy_spec<T>(), values.size(),
-                      0, site, detail::varying_buffers<T>{&v});
+  co_await make<void>(detail::collective_kind::allgatherv, detail::copy_spec<T>(), values.size(), 0,
+                      site, detail::varying_buffers<T>{&v});
   co_return v.split();
 }
 

@@ -16,17 +16,28 @@ namespace apgas::detail {
 
 const char* to_string(collective_kind k) noexcept {
   switch (k) {
-  case collective_kind::barrier: return "barrier";
-  case collective_kind::broadcast: return "broadcast";
-  case collective_kind::reduce: return "reduce";
-  case collective_kind::allreduce: return "allreduce";
-  case collective_kind::scan: return "scan";
-  case collective_kind::exscan: return "exscan";
-  case collective_kind::gather: return "gather";
-  case collective_kind::allgather: return "allgather";
-  case collective_kind::allgatherv: return "allgatherv";
-  case collective_kind::alltoall: return "alltoall";
-  case collective_kind::alltoallv: return "alltoallv";
+  case collective_kind::barrier:
+    return "barrier";
+  case collective_kind::broadcast:
+    return "broadcast";
+  case collective_kind::reduce:
+    return "reduce";
+  case collective_kind::allreduce:
+    return "allreduce";
+  case collective_kind::scan:
+    return "scan";
+  case collective_kind::exscan:
+    return "exscan";
+  case collective_kind::gather:
+    return "gather";
+  case collective_kind::allgather:
+    return "allgather";
+  case collective_kind::allgatherv:
+    return "allgatherv";
+  case collective_kind::alltoall:
+    return "alltoall";
+  case collective_kind::alltoallv:
+    return "alltoallv";
   }
   return "?";
 }
@@ -71,17 +82,28 @@ extern "C" void apply_user_op(void* in, void* inout, int* len, MPI_Datatype* typ
 
 MPI_Datatype scalar_type(element_type::scalar k) {
   switch (k) {
-  case element_type::scalar::i8: return MPI_INT8_T;
-  case element_type::scalar::i16: return MPI_INT16_T;
-  case element_type::scalar::i32: return MPI_INT32_T;
-  case element_type::scalar::i64: return MPI_INT64_T;
-  case element_type::scalar::u8: return MPI_UINT8_T;
-  case element_type::scalar::u16: return MPI_UINT16_T;
-  case element_type::scalar::u32: return MPI_UINT32_T;
-  case element_type::scalar::u64: return MPI_UINT64_T;
-  case element_type::scalar::f32: return MPI_FLOAT;
-  case element_type::scalar::f64: return MPI_DOUBLE;
-  case element_type::scalar::bytes: break;
+  case element_type::scalar::i8:
+    return MPI_INT8_T;
+  case element_type::scalar::i16:
+    return MPI_INT16_T;
+  case element_type::scalar::i32:
+    return MPI_INT32_T;
+  case element_type::scalar::i64:
+    return MPI_INT64_T;
+  case element_type::scalar::u8:
+    return MPI_UINT8_T;
+  case element_type::scalar::u16:
+    return MPI_UINT16_T;
+  case element_type::scalar::u32:
+    return MPI_UINT32_T;
+  case element_type::scalar::u64:
+    return MPI_UINT64_T;
+  case element_type::scalar::f32:
+    return MPI_FLOAT;
+  case element_type::scalar::f64:
+    return MPI_DOUBLE;
+  case element_type::scalar::bytes:
+    break;
   }
   return MPI_DATATYPE_NULL;
 }
@@ -140,10 +162,14 @@ std::size_t mpi_collectives::pending() const noexcept {
 
 MPI_Op mpi_collectives::op_locked(const reduce_op& op) {
   switch (op.op) {
-  case reduce_op::builtin::sum: return MPI_SUM;
-  case reduce_op::builtin::min: return MPI_MIN;
-  case reduce_op::builtin::max: return MPI_MAX;
-  case reduce_op::builtin::none: break;
+  case reduce_op::builtin::sum:
+    return MPI_SUM;
+  case reduce_op::builtin::min:
+    return MPI_MIN;
+  case reduce_op::builtin::max:
+    return MPI_MAX;
+  case reduce_op::builtin::none:
+    break;
   }
   MPI_Op& mine = op.commutative ? m_user_op_commutative : m_user_op_ordered;
   if (mine == MPI_OP_NULL)
@@ -188,7 +214,9 @@ void mpi_collectives::start_locked(const collective_call& c, MPI_Datatype type, 
   const int root = static_cast<int>(c.root);
   const void* send = c.send == c.recv ? MPI_IN_PLACE : c.send;
   switch (c.kind) {
-  case collective_kind::barrier: mpi_check(MPI_Ibarrier(comm, request), "MPI_Ibarrier"); return;
+  case collective_kind::barrier:
+    mpi_check(MPI_Ibarrier(comm, request), "MPI_Ibarrier");
+    return;
   case collective_kind::broadcast:
     mpi_check(MPI_Ibcast(c.recv, n, type, root, comm, request), "MPI_Ibcast");
     return;
@@ -211,9 +239,9 @@ void mpi_collectives::start_locked(const collective_call& c, MPI_Datatype type, 
     mpi_check(MPI_Iallgather(c.send, n, type, c.recv, n, type, comm, request), "MPI_Iallgather");
     return;
   case collective_kind::allgatherv:
-    mpi_check(MPI_Iallgatherv(c.send, n, type, c.recv, c.recv_counts, c.recv_displs, type, comm,
-                              request),
-              "MPI_Iallgatherv");
+    mpi_check(
+        MPI_Iallgatherv(c.send, n, type, c.recv, c.recv_counts, c.recv_displs, type, comm, request),
+        "MPI_Iallgatherv");
     return;
   case collective_kind::alltoall:
     mpi_check(MPI_Ialltoall(c.send, n, type, c.recv, n, type, comm, request), "MPI_Ialltoall");
@@ -255,9 +283,9 @@ void mpi_collectives::test_locked() {
     const auto i = static_cast<std::size_t>(m_indices[static_cast<std::size_t>(k)]);
     std::exception_ptr error = op_error;
     if (rc == MPI_ERR_IN_STATUS && statuses[static_cast<std::size_t>(k)].MPI_ERROR != MPI_SUCCESS)
-      error = std::make_exception_ptr(transport_error(
-          "apgas: a collective failed: " +
-          mpi_error_text(statuses[static_cast<std::size_t>(k)].MPI_ERROR)));
+      error = std::make_exception_ptr(
+          transport_error("apgas: a collective failed: " +
+                          mpi_error_text(statuses[static_cast<std::size_t>(k)].MPI_ERROR)));
     m_done[i]->done(error);
     m_done[i] = nullptr;
   }

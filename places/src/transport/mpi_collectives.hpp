@@ -62,7 +62,7 @@ private:
   std::map<std::uint32_t, MPI_Datatype> m_byte_types;
   MPI_Op m_user_op_commutative = MPI_OP_NULL;
   MPI_Op m_user_op_ordered = MPI_OP_NULL;
-  std::vector<int> m_indices; ///< MPI_Testsome's output, reused
+  std::vector<int> m_indices;                  ///< MPI_Testsome's output, reused
   std::atomic<std::size_t> m_pending_count{0}; ///< m_requests.size(), readable without the lock
 };
 

@@ -87,7 +87,8 @@ struct reductions {
     std::vector<long> range(5);
     std::iota(range.begin(), range.end(), me);
     co_await t.allreduce(std::span<long>(range), apgas::sum);
-    for (long i = 0; i < 5; ++i) check(range[static_cast<std::size_t>(i)] == n * i + n * (n - 1) / 2, "range");
+    for (long i = 0; i < 5; ++i)
+      check(range[static_cast<std::size_t>(i)] == n * i + n * (n - 1) / 2, "range");
     const std::optional<long> at_root = co_await t.reduce(me, apgas::sum, n - 1);
     check(me == n - 1 ? at_root == n * (n - 1) / 2 : !at_root.has_value(), "reduce at root");
     check(co_await t.scan(me + 1, apgas::sum) == (me + 1) * (me + 2) / 2, "scan");
