@@ -12,6 +12,7 @@
 #include "apgas/core.hpp"
 #include "apgas/distribution.hpp"
 #include "apgas/future.hpp"
+#include "apgas/global_ptr.hpp"
 #include "apgas/global_ref.hpp"
 #include "apgas/message_counts.hpp"
 #include "apgas/place.hpp"

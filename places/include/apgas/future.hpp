@@ -224,7 +224,8 @@ template <class... T>
 APGAS_AWAIT_IT task<std::tuple<std::conditional_t<std::is_void_v<T>, std::monostate, T>...>>
 when_all(future<T>... fs) {
   std::exception_ptr first;
-  auto one = [&first]<class U>(future<U>& f) -> task<std::conditional_t<std::is_void_v<U>, std::monostate, U>> {
+  auto one = [&first]<class U>(
+                 future<U>& f) -> task<std::conditional_t<std::is_void_v<U>, std::monostate, U>> {
     try {
       if constexpr (std::is_void_v<U>) {
         co_await f;
@@ -237,8 +238,7 @@ when_all(future<T>... fs) {
       co_return std::conditional_t<std::is_void_v<U>, std::monostate, U>{};
     }
   };
-  std::tuple<std::conditional_t<std::is_void_v<T>, std::monostate, T>...> out{
-      co_await one(fs)...};
+  std::tuple<std::conditional_t<std::is_void_v<T>, std::monostate, T>...> out{co_await one(fs)...};
   if (first) std::rethrow_exception(first);
   co_return out;
 }

@@ -24,6 +24,7 @@
 // in order inside and across network messages.
 #include "mpi_collectives.hpp"
 #include "mpi_common.hpp"
+#include "mpi_rma.hpp"
 #include "transport_base.hpp"
 #include "transport_mpi.hpp"
 
@@ -74,7 +75,7 @@ public:
   mpi_transport(MPI_Comm comm, MPI_Comm big, MPI_Comm teams, place_id here, place_id places,
                 const options& opts)
       : transport_base(here, places, opts), m_comm(comm), m_big(big),
-        m_collectives(teams, m_net_lock) {}
+        m_collectives(teams, m_net_lock), m_rma(teams, m_net_lock) {}
   ~mpi_transport() override;
   void barrier() override;
   std::vector<std::uint64_t> all_gather(std::uint64_t value) override;
@@ -87,8 +88,10 @@ protected:
     // completion code's frame before its first test.
     if (!m_requests.empty()) complete_sends();
     if (m_collectives.any_pending()) m_collectives.test_locked();
+    if (m_rma.any_pending()) m_rma.test_locked();
   }
   collective_network* collectives() noexcept override { return &m_collectives; }
+  rma_network* rma() noexcept override { return &m_rma; }
   void net_receive() override;
   void net_release(received&& message) override;
 
@@ -117,6 +120,7 @@ private:
   MPI_Comm m_comm;               ///< small messages and announcements
   MPI_Comm m_big;                ///< big messages, each after its announcement
   mpi_collectives m_collectives; ///< teams and their collectives (a communicator of their own)
+  mpi_rma m_rma;                 ///< one-sided access (a window on the teams' communicator)
   // Poll owner only: the posted receives, completed and reposted in ring order from m_next.
   // The m_unposted slots before m_next completed and wait to be posted again (their request is
   // MPI_REQUEST_NULL): the next net_receive() posts them first.

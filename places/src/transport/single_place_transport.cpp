@@ -60,6 +60,24 @@ private:
   std::atomic<team_handle> m_teams{0}; ///< handles given out
 };
 
+/// One-sided access at one place: a copy, done at once.
+class single_place_rma final : public rma_network {
+public:
+  void attach(void*, std::size_t) override {}
+  void detach(void*) noexcept override {}
+  void start_get(place_id, std::uintptr_t address, void* to, std::size_t bytes,
+                 collective_done& done) override {
+    std::memmove(to, reinterpret_cast<const void*>(address), bytes);
+    done.done(nullptr);
+  }
+  void start_put(place_id, std::uintptr_t address, const void* from, std::size_t bytes,
+                 collective_done& done) override {
+    std::memmove(reinterpret_cast<void*>(address), from, bytes);
+    done.done(nullptr);
+  }
+  bool completes_at_once() const noexcept override { return true; }
+};
+
 class single_place_transport final : public transport {
 public:
   explicit single_place_transport(const options& opts) : m_network(1, opts) {}
@@ -92,12 +110,14 @@ public:
   bool loopback_only() const noexcept override { return true; }
   void set_send_hook(std::function<void()> hook) override { m_send_hook = std::move(hook); }
   collective_network* collectives() noexcept override { return &m_collectives; }
+  rma_network* rma() noexcept override { return &m_rma; }
 
 private:
   transport& ep() { return m_network.endpoint(0); }
   fake_network m_network;
   std::function<void()> m_send_hook;
   single_member_collectives m_collectives;
+  single_place_rma m_rma;
 };
 } // namespace
 

@@ -43,8 +43,10 @@ TEST(future, at_async_to_every_place_then_await_them_all) {
 TEST(future, when_all_gives_every_value_in_order) {
   const auto [a, b, c] = g_rt->run([]() -> task<std::tuple<long, std::string, std::monostate>> {
     const place_id last = apgas::places() - 1;
-    auto fa = co_await apgas::at_async(last, [](long x) { return x + 1; }, 41L);
-    auto fb = co_await apgas::at_async(0, [](std::string s) { return s + "!"; }, std::string("hi"));
+    auto fa = co_await apgas::at_async(
+        last, [](long x) { return x + 1; }, 41L);
+    auto fb = co_await apgas::at_async(
+        0, [](std::string s) { return s + "!"; }, std::string("hi"));
     auto fc = co_await apgas::start([]() -> task<> { co_return; }());
     co_return co_await apgas::when_all(std::move(fa), std::move(fb), std::move(fc));
   });

@@ -107,4 +107,25 @@ public:
 /// @brief split()'s answer to a member that asked for no team (a negative color).
 inline constexpr team_handle k_no_team = ~team_handle{0};
 
+/// @brief One-sided access to memory that places registered (MPI RMA on a dynamic window):
+/// reads and writes of another place's memory without running code there. Each completes in
+/// the place's polling and tells its collective_done. Thread-safety: any thread.
+class rma_network {
+public:
+  virtual ~rma_network() = default;
+  /// @brief Makes `bytes` bytes at `base` (of this place) reachable from every place.
+  virtual void attach(void* base, std::size_t bytes) = 0;
+  /// @brief Undoes attach (pre: no access to it is in flight).
+  virtual void detach(void* base) noexcept = 0;
+  /// @brief Copies `bytes` bytes at `address` of place `from` (attached there) to `to`.
+  virtual void start_get(place_id from, std::uintptr_t address, void* to, std::size_t bytes,
+                         collective_done& done) = 0;
+  /// @brief Copies `bytes` bytes from `from` to `address` of place `to`; done once they are
+  /// there (visible to that place), not only once `from` may be reused.
+  virtual void start_put(place_id to, std::uintptr_t address, const void* from, std::size_t bytes,
+                         collective_done& done) = 0;
+  /// @brief True if every access completes inside its start (one place).
+  virtual bool completes_at_once() const noexcept { return false; }
+};
+
 } // namespace apgas::detail

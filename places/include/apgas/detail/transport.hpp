@@ -23,6 +23,7 @@
 namespace apgas::detail {
 
 class collective_network;
+class rma_network;
 
 /// @brief Index of a place (an MPI rank of the runtime's communicator).
 using place_id = std::uint32_t;
@@ -168,6 +169,9 @@ public:
   /// @brief Teams and collectives over this network (see collective_network.hpp), or null if
   /// it has none (the in-process fake network of the protocols' unit tests).
   virtual collective_network* collectives() noexcept { return nullptr; }
+  /// @brief One-sided access to registered memory over this network (see
+  /// collective_network.hpp), or null if it has none.
+  virtual rma_network* rma() noexcept { return nullptr; }
 
   /// @brief Collective: every place calls it once per round; returns when all did. Flushes
   /// first, waits until the network has taken every sealed buffer (see max_outstanding_sends),

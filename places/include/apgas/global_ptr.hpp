@@ -1,0 +1,247 @@
+/// @file One-sided get and put: read and write another place's registered memory without
+/// running any code there (UPC++'s rget/rput on global pointers, X10's asyncCopy).
+///
+///     apgas::registered_array<double> cells(1000);          // this place's, reachable from all
+///     apgas::global_ptr<double> p = cells.ptr(10);          // send it anywhere
+///     double x = co_await apgas::rget(p);                   // from any place
+///     co_await apgas::rput(p + 1, 3.5);                     // written there when this returns
+///     co_await apgas::rget(p, std::span<double>(buf, 64));  // 64 of them
+///
+/// A get or a put is MPI RMA on a window of every place's registered memory (passive target:
+/// the target's code takes no part), completed by the place's polling while the calling
+/// activity waits, suspended. `co_await rput(...)` returns once the bytes are at the target, so
+/// a finish that governs the putting activity ends after its puts are visible there. Values are
+/// bitwise (they are copied as bytes). Accesses to one place's memory that overlap, from
+/// several places at once, are a race, as in MPI.
+#pragma once
+
+#include "apgas/detail/collective_network.hpp"
+#include "apgas/detail/serialization_traits.hpp"
+#include "apgas/place.hpp"
+#include "apgas/task.hpp"
+
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <type_traits>
+
+namespace apgas {
+
+/// @brief A pointer to a T at some place, into memory registered for one-sided access (see
+/// registered_array). Bitwise: send it to any place. Thread-safety: a value.
+template <class T>
+class global_ptr {
+public:
+  global_ptr() = default;
+  /// @brief The place the memory belongs to.
+  place_id where() const noexcept { return m_place; }
+  /// @brief True for a default-made pointer.
+  bool is_null() const noexcept { return m_address == 0; }
+  /// @brief The pointer `n` elements further (in the same registered memory).
+  global_ptr operator+(std::ptrdiff_t n) const noexcept {
+    return global_ptr(m_place, m_address + static_cast<std::uintptr_t>(n) * sizeof(T));
+  }
+  /// @brief The memory itself, at its place. @throws std::logic_error elsewhere or if null.
+  T* local() const {
+    if (is_null() || m_place != apgas::here())
+      throw std::logic_error("apgas: a global_ptr used as a local pointer away from its place");
+    return reinterpret_cast<T*>(m_address);
+  }
+  std::uintptr_t address() const noexcept { return m_address; }
+  friend bool operator==(const global_ptr&, const global_ptr&) = default;
+
+  /// @brief The pointer to `object` at this place (which must lie in registered memory).
+  static global_ptr at_here(T* object) {
+    return global_ptr(apgas::here(), reinterpret_cast<std::uintptr_t>(object));
+  }
+
+private:
+  global_ptr(place_id p, std::uintptr_t a) noexcept : m_place(p), m_address(a) {}
+  place_id m_place = 0;
+  std::uint32_t m_zero = 0; ///< fills what would be padding (its bytes travel too)
+  std::uintptr_t m_address = 0;
+};
+
+namespace detail {
+
+/// @brief This place's network for one-sided access. @throws std::logic_error if none.
+rma_network& current_rma();
+/// @brief Checks an access of `bytes` bytes at `p` (not null, a real place).
+void check_access(place_id where, std::uintptr_t address, std::size_t bytes);
+
+/// @brief A get or put that an activity waits for.
+class rma_waiter final : public collective_done {
+public:
+  rma_waiter(bool put, place_id target, std::uintptr_t address, void* local, std::size_t bytes)
+      : m_put(put), m_target(target), m_address(address), m_local(local), m_bytes(bytes) {}
+  rma_waiter(const rma_waiter&) = delete;
+  rma_waiter& operator=(const rma_waiter&) = delete;
+
+  void done(std::exception_ptr error) noexcept override;
+  bool start_at_once();
+  std::coroutine_handle<> start_suspended(promise_base& activity);
+  void rethrow_if_failed() const {
+    if (m_error) [[unlikely]]
+      std::rethrow_exception(m_error);
+  }
+
+private:
+  void start();
+  bool m_put;
+  place_id m_target;
+  std::uintptr_t m_address;
+  void* m_local;
+  std::size_t m_bytes;
+  std::exception_ptr m_error;
+  promise_base* m_activity = nullptr;
+};
+
+/// @brief The awaitable of rget/rput; R is what it gives back (T for a get of one value).
+template <class R>
+class APGAS_AWAIT_IT rma_awaiter {
+public:
+  rma_awaiter(bool put, place_id target, std::uintptr_t address, void* local,
+                       std::size_t bytes)
+      : m_waiter(put, target, address, local, bytes) {}
+  bool await_ready() { return m_waiter.start_at_once(); }
+  template <class P>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) {
+    require_apgas_caller<P>();
+    return m_waiter.start_suspended(caller.promise());
+  }
+  void await_resume() const { m_waiter.rethrow_if_failed(); }
+
+private:
+  rma_waiter m_waiter;
+};
+
+/// @brief rget of one value: the value lives in the awaiter.
+template <class T>
+class APGAS_AWAIT_IT rget_value_awaiter {
+public:
+  explicit rget_value_awaiter(global_ptr<T> src)
+      : m_waiter(false, src.where(), src.address(), &m_value, sizeof(T)) {}
+  rget_value_awaiter(const rget_value_awaiter&) = delete;
+  rget_value_awaiter& operator=(const rget_value_awaiter&) = delete;
+  bool await_ready() { return m_waiter.start_at_once(); }
+  template <class P>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) {
+    require_apgas_caller<P>();
+    return m_waiter.start_suspended(caller.promise());
+  }
+  T await_resume() const {
+    m_waiter.rethrow_if_failed();
+    return m_value;
+  }
+
+private:
+  T m_value{};
+  rma_waiter m_waiter;
+};
+
+/// @brief rput of one value: a copy of it lives in the awaiter until the put is done.
+template <class T>
+class APGAS_AWAIT_IT rput_value_awaiter {
+public:
+  rput_value_awaiter(global_ptr<T> dst, const T& value)
+      : m_value(value), m_waiter(true, dst.where(), dst.address(), &m_value, sizeof(T)) {}
+  rput_value_awaiter(const rput_value_awaiter&) = delete;
+  rput_value_awaiter& operator=(const rput_value_awaiter&) = delete;
+  bool await_ready() { return m_waiter.start_at_once(); }
+  template <class P>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) {
+    require_apgas_caller<P>();
+    return m_waiter.start_suspended(caller.promise());
+  }
+  void await_resume() const { m_waiter.rethrow_if_failed(); }
+
+private:
+  T m_value;
+  rma_waiter m_waiter;
+};
+
+template <class T>
+constexpr void require_rma_value() {
+  static_assert(is_bitwise_v<T>, "apgas: rget/rput copy bytes: the values must be bitwise "
+                                 "(numbers, plain structs, arrays of them)");
+}
+
+/// @brief Registers memory of this place with the network (detaches it when destroyed).
+void attach_memory(void* base, std::size_t bytes);
+void detach_memory(void* base) noexcept;
+
+} // namespace detail
+
+/// @brief `n` elements of T at this place, value-initialised, reachable by rget/rput from every
+/// place until destroyed. Move-only. Thread-safety: as the memory it holds.
+template <class T>
+class registered_array {
+public:
+  explicit registered_array(std::size_t n) : m_size(n), m_data(new T[n == 0 ? 1 : n]()) {
+    detail::require_rma_value<T>();
+    detail::attach_memory(m_data.get(), sizeof(T) * (n == 0 ? 1 : n));
+  }
+  registered_array(registered_array&&) noexcept = default;
+  registered_array& operator=(registered_array&& other) noexcept {
+    if (this != &other) {
+      release();
+      m_size = other.m_size;
+      m_data = std::move(other.m_data);
+    }
+    return *this;
+  }
+  ~registered_array() { release(); }
+
+  std::size_t size() const noexcept { return m_size; }
+  std::span<T> local() noexcept { return {m_data.get(), m_size}; }
+  std::span<const T> local() const noexcept { return {m_data.get(), m_size}; }
+  /// @brief The global pointer to element i.
+  global_ptr<T> ptr(std::size_t i = 0) const {
+    return global_ptr<T>::at_here(m_data.get() + i);
+  }
+
+private:
+  void release() noexcept {
+    if (m_data != nullptr) detail::detach_memory(m_data.get());
+  }
+  std::size_t m_size;
+  std::unique_ptr<T[]> m_data;
+};
+
+/// @brief Copies `dst.size()` values at `src` (another place's registered memory, or this
+/// place's) into `dst`.
+template <class T>
+APGAS_AWAIT_IT detail::rma_awaiter<void> rget(global_ptr<T> src, std::span<T> dst) {
+  detail::require_rma_value<T>();
+  detail::check_access(src.where(), src.address(), dst.size_bytes());
+  return detail::rma_awaiter<void>(false, src.where(), src.address(), dst.data(),
+                                   dst.size_bytes());
+}
+/// @brief The value at `src`.
+template <class T>
+APGAS_AWAIT_IT detail::rget_value_awaiter<T> rget(global_ptr<T> src) {
+  detail::require_rma_value<T>();
+  detail::check_access(src.where(), src.address(), sizeof(T));
+  return detail::rget_value_awaiter<T>(src);
+}
+/// @brief Copies `src` to `dst` (registered memory); returns once the values are there.
+template <class T>
+APGAS_AWAIT_IT detail::rma_awaiter<void> rput(global_ptr<T> dst, std::span<const T> src) {
+  detail::require_rma_value<T>();
+  detail::check_access(dst.where(), dst.address(), src.size_bytes());
+  return detail::rma_awaiter<void>(true, dst.where(), dst.address(),
+                                   const_cast<T*>(src.data()), src.size_bytes());
+}
+/// @brief Writes `value` at `dst`; returns once it is there.
+template <class T>
+APGAS_AWAIT_IT detail::rput_value_awaiter<T> rput(global_ptr<T> dst, const T& value) {
+  detail::require_rma_value<T>();
+  detail::check_access(dst.where(), dst.address(), sizeof(T));
+  return detail::rput_value_awaiter<T>(dst, value);
+}
+
+} // namespace apgas

@@ -1,0 +1,73 @@
+// One-sided get and put (see <apgas/global_ptr.hpp>): how an access waits for the network.
+#include "apgas/global_ptr.hpp"
+
+#include "apgas/detail/place_engine.hpp"
+#include "apgas/detail/scheduler.hpp"
+#include "apgas/detail/worker.hpp"
+
+#include <fmt/format.h>
+
+namespace apgas::detail {
+
+rma_network& current_rma() {
+  rma_network* net = place_engine::current().net().rma();
+  if (net == nullptr) [[unlikely]]
+    throw std::logic_error("apgas: this network has no one-sided access (MPI or one place)");
+  return *net;
+}
+
+void check_access(place_id where, std::uintptr_t address, std::size_t bytes) {
+  (void)bytes;
+  if (address == 0) throw std::invalid_argument("apgas: rget/rput through a null global_ptr");
+  if (where >= apgas::places())
+    throw std::out_of_range(fmt::format("apgas: a global_ptr to place {} (places are 0 to {})",
+                                        where, apgas::places() - 1));
+}
+
+void attach_memory(void* base, std::size_t bytes) { current_rma().attach(base, bytes); }
+
+void detach_memory(void* base) noexcept {
+  // Memory that outlives its runtime has nothing left to detach from.
+  if (place_engine* engine = place_engine::current_or_null())
+    if (rma_network* net = engine->net().rma()) net->detach(base);
+}
+
+void rma_waiter::start() {
+  rma_network& net = current_rma();
+  if (m_put) net.start_put(m_target, m_address, m_local, m_bytes, *this);
+  else net.start_get(m_target, m_address, m_local, m_bytes, *this);
+}
+
+bool rma_waiter::start_at_once() {
+  if (!current_rma().completes_at_once()) return false;
+  try {
+    start(); // done() runs inside: nothing to wake
+  } catch (...) {
+    m_error = std::current_exception();
+  }
+  return true;
+}
+
+std::coroutine_handle<> rma_waiter::start_suspended(promise_base& activity) {
+  m_activity = &activity;
+  // What this worker runs next is decided before the access can complete (on another
+  // thread's poll, which then makes the activity runnable).
+  const std::coroutine_handle<> next = t_worker->suspend_for_external();
+  place_engine::current().expect_message(); // idle workers poll eagerly meanwhile
+  try {
+    start();
+  } catch (...) {
+    done(std::current_exception());
+  }
+  return next;
+}
+
+void rma_waiter::done(std::exception_ptr error) noexcept {
+  m_error = std::move(error);
+  if (m_activity == nullptr) return; // completed at once
+  place_engine& engine = place_engine::current();
+  engine.expected_message_arrived();
+  engine.sched().inject(as_independent(m_activity));
+}
+
+} // namespace apgas::detail
