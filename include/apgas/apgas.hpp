@@ -11,6 +11,7 @@
 #include "apgas/collectives.hpp"
 #include "apgas/core.hpp"
 #include "apgas/distribution.hpp"
+#include "apgas/dist_array.hpp"
 #include "apgas/future.hpp"
 #include "apgas/global_ptr.hpp"
 #include "apgas/global_ref.hpp"

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -86,10 +87,18 @@ private:
 APGAS_REGISTER_PROTOCOL_MODULE(teams,
                                [](place_engine& engine) { engine.add_module<team_module>(); });
 
+/// One step of splitmix64: mixes team ids so that teams made in different ways differ.
+constexpr std::uint64_t mix_id(std::uint64_t x) noexcept {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
 struct team_state {
-  team_state(team_module& m, team_handle h)
+  team_state(team_module& m, team_handle h, std::uint64_t team_id)
       : module(&m), handle(h), members(m.net().members(h)), rank(m.net().rank(h)),
-        alive(m.alive()) {}
+        alive(m.alive()), id(team_id) {}
   ~team_state() {
     // A team that outlives its runtime has nothing left to free.
     if (handle != k_world_team && !alive.expired()) module->net().free(handle);
@@ -99,11 +108,18 @@ struct team_state {
   std::vector<place_id> members;
   place_id rank;
   std::weak_ptr<int> alive;
+  /// The same at every member: the world's is fixed, a split's mixes its parent's, the
+  /// parent's split count and the color (splits happen in the same order at every member).
+  std::uint64_t id;
+  /// relaxed: members call split and new_object_id in the team's collective order, one
+  /// activity at a time; the atomics only keep concurrent misuse from being a data race.
+  mutable std::atomic<std::uint64_t> splits{0};
+  mutable std::atomic<std::uint64_t> objects{0};
 };
 
 std::shared_ptr<team_state> team_module::world() {
   const std::lock_guard guard(m_world_mutex);
-  if (m_world == nullptr) m_world = std::make_shared<team_state>(*this, k_world_team);
+  if (m_world == nullptr) m_world = std::make_shared<team_state>(*this, k_world_team, mix_id(0));
   return m_world;
 }
 
@@ -174,14 +190,24 @@ place_id team::place(place_id r) const {
   return m[r];
 }
 
+std::uint64_t team::new_object_id() const {
+  const detail::team_state& s = state();
+  const std::uint64_t nth = s.objects.fetch_add(1, std::memory_order_relaxed);
+  return detail::mix_id(s.id ^ detail::mix_id(~nth));
+}
+
 task<team> team::split(int color, int key) const {
   // Every member is here before any enters the network's split, which blocks its place's
   // network until all have (see collective_network::split).
   co_await barrier();
+  const detail::team_state& parent = state();
+  const std::uint64_t nth = parent.splits.fetch_add(1, std::memory_order_relaxed);
+  const std::uint64_t id =
+      detail::mix_id(parent.id ^ detail::mix_id(nth ^ detail::mix_id(static_cast<std::uint64_t>(color))));
   detail::team_module& module = *m_state->module;
   const detail::team_handle h = module.net().split(m_state->handle, color, key);
   if (h == detail::k_no_team) co_return team();
-  co_return team(std::make_shared<detail::team_state>(module, h));
+  co_return team(std::make_shared<detail::team_state>(module, h, id));
 }
 
 } // namespace apgas

@@ -174,6 +174,12 @@ public:
   /// gets no team.
   APGAS_AWAIT_IT task<team> split(int color, int key) const;
 
+  /// @brief An id that is the same at every member and different for each call, when every
+  /// member calls it at the same point of the team's collective order: for libraries that
+  /// build objects over a team (dist_array names its messages with it). Different teams'
+  /// ids differ with the likelihood of 64-bit hashes.
+  std::uint64_t new_object_id() const;
+
 private:
   explicit team(std::shared_ptr<detail::team_state> s) : m_state(std::move(s)) {}
   const detail::team_state& state() const;
