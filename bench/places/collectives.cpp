@@ -53,7 +53,8 @@ double mpi_seconds(op what, int n) {
   std::vector<int> sc, sd, rc, rd;
   if (what == op::alltoallv_1m) {
     sc = alltoallv_counts(size, rank);
-    for (int r = 0; r < size; ++r) rc.push_back(alltoallv_counts(size, r)[static_cast<std::size_t>(rank)]);
+    for (int r = 0; r < size; ++r)
+      rc.push_back(alltoallv_counts(size, r)[static_cast<std::size_t>(rank)]);
     sd.assign(sc.size(), 0);
     rd.assign(rc.size(), 0);
     std::partial_sum(sc.begin(), sc.end() - 1, sd.begin() + 1);
@@ -61,11 +62,15 @@ double mpi_seconds(op what, int n) {
   }
   const auto call = [&] {
     switch (what) {
-    case op::barrier: MPI_Barrier(MPI_COMM_WORLD); break;
-    case op::allreduce_8: MPI_Allreduce(&in, &out, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD); break;
+    case op::barrier:
+      MPI_Barrier(MPI_COMM_WORLD);
+      break;
+    case op::allreduce_8:
+      MPI_Allreduce(&in, &out, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+      break;
     case op::allreduce_1m:
-      MPI_Allreduce(MPI_IN_PLACE, big.data(), static_cast<int>(k_big_doubles), MPI_DOUBLE,
-                    MPI_SUM, MPI_COMM_WORLD);
+      MPI_Allreduce(MPI_IN_PLACE, big.data(), static_cast<int>(k_big_doubles), MPI_DOUBLE, MPI_SUM,
+                    MPI_COMM_WORLD);
       std::fill(big.begin(), big.end(), 1.0);
       break;
     case op::alltoallv_1m:
@@ -105,7 +110,9 @@ struct apgas_collective {
         t0 = clock::now();
       }
       switch (what) {
-      case op::barrier: co_await t.barrier(); break;
+      case op::barrier:
+        co_await t.barrier();
+        break;
       case op::allreduce_8:
         ok = ok && co_await t.allreduce(me + 1, apgas::sum) == size * (size + 1) / 2;
         break;
