@@ -1,4 +1,4 @@
-// The README's atomic/when example: a bounded buffer between 8 producers and 8 consumers.
+// The atomic and when guide's example: a bounded buffer between 8 producers and 8 consumers.
 #include <apgas/apgas.hpp>
 
 #include <array>

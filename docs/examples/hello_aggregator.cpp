@@ -1,4 +1,4 @@
-// The README's aggregator example: a histogram spread over places, filled by many tiny remote
+// The aggregators guide's example: a histogram spread over places, filled by many tiny remote
 // updates that an apgas::aggregator sends in batches.
 #include <apgas/apgas.hpp>
 

@@ -1,4 +1,4 @@
-// The README's clocks example: an activity at every place, in lock-step phases, with
+// The clocks guide's first example: an activity at every place, in lock-step phases, with
 // clock-carried reductions deciding together when to stop.
 #include <apgas/apgas.hpp>
 #include <apgas/clock.hpp>

@@ -1,4 +1,4 @@
-// The README's exceptions example: failures at other places, caught by their types.
+// The exceptions guide's example: failures at other places, caught by their types.
 #include <apgas/apgas.hpp>
 
 #include <cstdio>

@@ -1,4 +1,4 @@
-// The README's GLB example: irregular work (Collatz chains of different lengths) spread over
+// The GLB guide's example: irregular work (Collatz chains of different lengths) spread over
 // every place and worker by the lifeline-based global load balancer.
 #include <apgas/apgas.hpp>
 #include <apgas/glb.hpp>

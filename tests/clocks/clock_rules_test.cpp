@@ -1,6 +1,6 @@
 // X10's clock rules, one test each (X10 language specification, chapter "Clocks"; the table in
-// docs/clocks.md names these tests), and every misuse an exception at the misusing activity:
-// never an abort, a hang or a lost block. Run under mpiexec at 1, 2 and 4 places.
+// docs/reference/clocks.md names these tests), and every misuse an exception at the misusing
+// activity: never an abort, a hang or a lost block. Run under mpiexec at 1, 2 and 4 places.
 #include <apgas/apgas.hpp>
 #include <apgas/atomic.hpp>
 #include <apgas/clock.hpp>

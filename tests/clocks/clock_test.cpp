@@ -205,8 +205,8 @@ TEST(clock, operations_on_a_dropped_clock_throw) {
 
 TEST(clock, a_resumed_clock_cannot_be_sent_to_a_place) {
   // A registration crosses places only in a phase its spawner has not resumed (apgas's rule;
-  // X10 allows it, see docs/clocks.md). The same clocked async to this place, not by async_at,
-  // starts the child resumed (X10's rule).
+  // X10 allows it, see docs/reference/clocks.md). The same clocked async to this place, not by
+  // async_at, starts the child resumed (X10's rule).
   EXPECT_NE(clock_error_of([]() -> task<> {
               co_await apgas::finish([&]() -> task<> {
                 clock c = co_await clock::make();

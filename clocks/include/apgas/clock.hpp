@@ -19,8 +19,8 @@
 /// own registration as its first argument(s); `async_at(p, clocked(c), f, args...)` does the
 /// same at another place. `advance()` ends the activity's phase and suspends it (its worker runs
 /// other work) until every activity registered on the clock, at every place, has ended the same
-/// phase; the activity is then in the next one. The rules are X10's (docs/clocks.md lists them
-/// with their tests). Misuse throws apgas::clock_use_exception.
+/// phase; the activity is then in the next one. The rules are X10's (docs/reference/clocks.md lists
+/// them with their tests). Misuse throws apgas::clock_use_exception.
 #pragma once
 
 #include "apgas/clock_reduce.hpp"
