@@ -97,8 +97,8 @@ constexpr std::uint64_t mix_id(std::uint64_t x) noexcept {
 
 struct team_state {
   team_state(team_module& m, team_handle h, std::uint64_t team_id)
-      : module(&m), handle(h), members(m.net().members(h)), rank(m.net().rank(h)),
-        alive(m.alive()), id(team_id) {}
+      : module(&m), handle(h), members(m.net().members(h)), rank(m.net().rank(h)), alive(m.alive()),
+        id(team_id) {}
   ~team_state() {
     // A team that outlives its runtime has nothing left to free.
     if (handle != k_world_team && !alive.expired()) module->net().free(handle);
@@ -131,37 +131,36 @@ collective_waiter::collective_waiter(const std::shared_ptr<team_state>& team,
   m_call.team = team->handle;
 }
 
-bool collective_waiter::start_at_once() {
-  collective_network& net = m_team->module->net();
-  if (!net.completes_at_once()) return false;
+bool collective_waiter::start() {
   try {
-    net.start(m_call, *this); // done() runs inside: no activity to wake
+    m_team->module->net().start(m_call, *this);
   } catch (...) {
     m_error = std::current_exception();
+    return true;
   }
-  return true;
+  // acquire: pairs with done()'s exchange (its error).
+  return m_phase.load(std::memory_order_acquire) == k_done;
 }
 
-std::coroutine_handle<> collective_waiter::start_suspended(promise_base& activity) {
+std::coroutine_handle<> collective_waiter::suspend(promise_base& activity) {
   team_module& module = *m_team->module;
   m_activity = &activity;
   m_since = std::chrono::steady_clock::now();
-  // What this worker runs next is decided before the collective can complete (on another
+  // What this worker runs next is decided before the activity can be woken (on another
   // thread's poll, which then makes the activity runnable).
   const std::coroutine_handle<> next = t_worker->suspend_for_external();
   module.list(*this);
   module.engine().expect_message(); // idle workers poll eagerly meanwhile
-  try {
-    module.net().start(m_call, *this);
-  } catch (...) {
-    done(std::current_exception());
-  }
+  if (m_phase.exchange(k_suspended, std::memory_order_acq_rel) == k_done) wake();
   return next;
 }
 
 void collective_waiter::done(std::exception_ptr error) noexcept {
   m_error = std::move(error);
-  if (m_activity == nullptr) return; // started at once: the awaiter goes on by itself
+  if (m_phase.exchange(k_done, std::memory_order_acq_rel) == k_suspended) wake();
+}
+
+void collective_waiter::wake() noexcept {
   team_module& module = *m_team->module;
   module.unlist(*this);
   module.engine().expected_message_arrived();
@@ -202,8 +201,8 @@ task<team> team::split(int color, int key) const {
   co_await barrier();
   const detail::team_state& parent = state();
   const std::uint64_t nth = parent.splits.fetch_add(1, std::memory_order_relaxed);
-  const std::uint64_t id =
-      detail::mix_id(parent.id ^ detail::mix_id(nth ^ detail::mix_id(static_cast<std::uint64_t>(color))));
+  const std::uint64_t id = detail::mix_id(
+      parent.id ^ detail::mix_id(nth ^ detail::mix_id(static_cast<std::uint64_t>(color))));
   detail::team_module& module = *m_state->module;
   const detail::team_handle h = module.net().split(m_state->handle, color, key);
   if (h == detail::k_no_team) co_return team();

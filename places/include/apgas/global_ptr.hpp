@@ -104,8 +104,7 @@ private:
 template <class R>
 class APGAS_AWAIT_IT rma_awaiter {
 public:
-  rma_awaiter(bool put, place_id target, std::uintptr_t address, void* local,
-                       std::size_t bytes)
+  rma_awaiter(bool put, place_id target, std::uintptr_t address, void* local, std::size_t bytes)
       : m_waiter(put, target, address, local, bytes) {}
   bool await_ready() { return m_waiter.start_at_once(); }
   template <class P>
@@ -200,9 +199,7 @@ public:
   std::span<T> local() noexcept { return {m_data.get(), m_size}; }
   std::span<const T> local() const noexcept { return {m_data.get(), m_size}; }
   /// @brief The global pointer to element i.
-  global_ptr<T> ptr(std::size_t i = 0) const {
-    return global_ptr<T>::at_here(m_data.get() + i);
-  }
+  global_ptr<T> ptr(std::size_t i = 0) const { return global_ptr<T>::at_here(m_data.get() + i); }
 
 private:
   void release() noexcept {
@@ -218,8 +215,7 @@ template <class T>
 APGAS_AWAIT_IT detail::rma_awaiter<void> rget(global_ptr<T> src, std::span<T> dst) {
   detail::require_rma_value<T>();
   detail::check_access(src.where(), src.address(), dst.size_bytes());
-  return detail::rma_awaiter<void>(false, src.where(), src.address(), dst.data(),
-                                   dst.size_bytes());
+  return detail::rma_awaiter<void>(false, src.where(), src.address(), dst.data(), dst.size_bytes());
 }
 /// @brief The value at `src`.
 template <class T>
@@ -233,8 +229,8 @@ template <class T>
 APGAS_AWAIT_IT detail::rma_awaiter<void> rput(global_ptr<T> dst, std::span<const T> src) {
   detail::require_rma_value<T>();
   detail::check_access(dst.where(), dst.address(), src.size_bytes());
-  return detail::rma_awaiter<void>(true, dst.where(), dst.address(),
-                                   const_cast<T*>(src.data()), src.size_bytes());
+  return detail::rma_awaiter<void>(true, dst.where(), dst.address(), const_cast<T*>(src.data()),
+                                   src.size_bytes());
 }
 /// @brief Writes `value` at `dst`; returns once it is there.
 template <class T>

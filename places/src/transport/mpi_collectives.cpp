@@ -131,6 +131,7 @@ mpi_collectives::mpi_collectives(MPI_Comm world, spin_lock& net_lock) : m_net_lo
 mpi_collectives::~mpi_collectives() {
   // The runtime frees its teams before the transport; what is left (a program's leaked team,
   // our world) is freed here, where MPI is still up.
+  m_small.clear(); // their requests before their communicators
   if (mpi_is_finalized()) return;
   for (auto& t : m_teams)
     if (t != nullptr && t->comm != MPI_COMM_NULL) MPI_Comm_free(&t->comm);
@@ -256,6 +257,18 @@ void mpi_collectives::start_locked(const collective_call& c, MPI_Datatype type, 
 
 void mpi_collectives::start(const collective_call& call, collective_done& done) {
   std::lock_guard net(m_net_lock);
+  if (p2p_collective::handles(call)) {
+    const team_state& t = state(call.team);
+    auto small = std::make_unique<p2p_collective>(call, t.comm, static_cast<int>(t.rank),
+                                                  static_cast<int>(t.members.size()), done);
+    if (small->progress()) {
+      done.done(small->error()); // the last member to arrive completes at once
+      return;
+    }
+    m_small.push_back(std::move(small));
+    count_pending_locked();
+    return;
+  }
   const bool reduces = call.kind == collective_kind::reduce ||
                        call.kind == collective_kind::allreduce ||
                        call.kind == collective_kind::scan || call.kind == collective_kind::exscan;
@@ -266,10 +279,25 @@ void mpi_collectives::start(const collective_call& call, collective_done& done) 
   start_locked(call, type, mpi_op, &request);
   m_requests.push_back(request);
   m_done.push_back(&done);
-  m_pending_count.store(m_requests.size(), std::memory_order_relaxed); // relaxed: a hint
+  count_pending_locked();
+}
+
+void mpi_collectives::test_small_locked() {
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < m_small.size(); ++i) {
+    if (m_small[i]->progress()) {
+      m_small[i]->done().done(m_small[i]->error());
+      m_small[i].reset();
+      continue;
+    }
+    m_small[kept++] = std::move(m_small[i]);
+  }
+  m_small.resize(kept);
+  count_pending_locked();
 }
 
 void mpi_collectives::test_locked() {
+  if (!m_small.empty()) test_small_locked();
   if (m_requests.empty()) return;
   m_indices.resize(m_requests.size());
   std::vector<MPI_Status> statuses(m_requests.size());
@@ -298,7 +326,7 @@ void mpi_collectives::test_locked() {
   }
   m_requests.resize(kept);
   m_done.resize(kept);
-  m_pending_count.store(kept, std::memory_order_relaxed); // relaxed: a hint
+  count_pending_locked();
 }
 
 team_handle mpi_collectives::split(team_handle parent, int color, int key) {

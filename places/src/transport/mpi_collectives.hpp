@@ -8,6 +8,7 @@
 #include "apgas/detail/spin_lock.hpp"
 
 #include "mpi_common.hpp"
+#include "p2p_collectives.hpp"
 
 #include <map>
 #include <memory>
@@ -16,8 +17,10 @@
 
 namespace apgas::detail {
 
-/// @brief The collectives of one MPI transport. Thread-safety: any thread; every MPI call under
-/// the transport's network lock (`net_lock`), which test_locked's caller already holds.
+/// @brief The collectives of one MPI transport: barriers and small allreduces point to point
+/// (p2p_collectives.hpp), the others MPI's nonblocking collectives. Thread-safety: any thread;
+/// every MPI call under the transport's network lock (`net_lock`), which test_locked's caller
+/// already holds.
 class mpi_collectives final : public collective_network {
 public:
   /// @param world every place's communicator (a duplicate of its own: its collectives never
@@ -51,19 +54,25 @@ private:
   MPI_Op op_locked(const reduce_op& op);
   void start_locked(const collective_call& call, MPI_Datatype type, MPI_Op op,
                     MPI_Request* request);
+  void test_small_locked();
+  void count_pending_locked() noexcept {
+    // relaxed: a hint for the idle poll and a snapshot for the dump
+    m_pending_count.store(m_requests.size() + m_small.size(), std::memory_order_relaxed);
+  }
 
   spin_lock& m_net_lock;
   std::vector<std::unique_ptr<team_state>> m_teams; ///< by handle; null: freed (reusable)
   // Under m_net_lock: in flight, m_requests[i] for m_done[i] (MPI wants a plain array).
   std::vector<MPI_Request> m_requests;
   std::vector<collective_done*> m_done;
-  std::vector<MPI_Datatype> m_user_datatypes; ///< made here, freed at the end
+  std::vector<std::unique_ptr<p2p_collective>> m_small; ///< in flight over point-to-point
+  std::vector<MPI_Datatype> m_user_datatypes;           ///< made here, freed at the end
   std::map<std::pair<std::uint32_t, combine_fn>, MPI_Datatype> m_user_types;
   std::map<std::uint32_t, MPI_Datatype> m_byte_types;
   MPI_Op m_user_op_commutative = MPI_OP_NULL;
   MPI_Op m_user_op_ordered = MPI_OP_NULL;
   std::vector<int> m_indices;                  ///< MPI_Testsome's output, reused
-  std::atomic<std::size_t> m_pending_count{0}; ///< m_requests.size(), readable without the lock
+  std::atomic<std::size_t> m_pending_count{0}; ///< in flight, readable without the lock
 };
 
 } // namespace apgas::detail

@@ -106,7 +106,7 @@ TEST_F(rma, ranges_of_64_kib_both_ways) {
     co_await apgas::rput(ptrs[last] + 1000, std::span<const long>(buf));
     std::vector<long> back(8192);
     co_await apgas::rget(ptrs[last] + 1000, std::span<long>(back));
-    co_return ok && back == buf;
+    co_return ok&& back == buf;
   });
   EXPECT_TRUE(ok);
 }

@@ -98,6 +98,45 @@ struct reductions {
 };
 TEST(team, reductions_with_mpis_operations_and_user_operations) { at_every_place(reductions{}); }
 
+/// Small collectives (point to point) and large ones (MPI's nonblocking collectives) in a
+/// row on the world and on a split team, each checked: their messages keep to their call.
+struct small_and_large_in_a_row {
+  task<> operator()() const {
+    const team world = team::world();
+    const team half =
+        co_await world.split(static_cast<int>(world.rank() % 2), static_cast<int>(world.rank()));
+    const auto check = [](bool ok, const char* what) {
+      if (!ok) throw std::runtime_error(what);
+    };
+    std::vector<double> large(4096 / sizeof(double) + 1); // past the point-to-point size
+    for (int i = 0; i < 300; ++i) {
+      const team& t = i % 4 == 3 ? half : world;
+      const long n = t.size();
+      const long me = t.rank();
+      switch (i % 3) {
+      case 0:
+        co_await t.barrier();
+        break;
+      case 1: {
+        long expect = 0;
+        for (long r = 0; r < n; ++r) expect = expect * 10 + (r + 1 + i) % 9 + 1;
+        const digits d{(me + 1 + i) % 9 + 1, 1};
+        check((co_await t.allreduce(d, concat_digits{})).value == expect, "small user op");
+        break;
+      }
+      default:
+        std::fill(large.begin(), large.end(), static_cast<double>(me + i));
+        co_await t.allreduce(std::span<double>(large), apgas::sum);
+        check(large.back() == static_cast<double>(n * (n - 1) / 2 + n * i), "large sum");
+        check(co_await t.allreduce(me * 1000 + i, apgas::max) == (n - 1) * 1000 + i, "max");
+      }
+    }
+  }
+};
+TEST(team, small_and_large_collectives_in_a_row_keep_to_their_calls) {
+  at_every_place(small_and_large_in_a_row{});
+}
+
 struct moves {
   task<> operator()() const {
     const team t = team::world();

@@ -11,6 +11,7 @@
 #include "apgas/task.hpp"
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <coroutine>
@@ -41,10 +42,11 @@ public:
   collective_waiter& operator=(const collective_waiter&) = delete;
 
   void done(std::exception_ptr error) noexcept override;
-  /// @brief Starts `m_call` on a network that completes it at once; true if it did.
-  bool start_at_once();
-  /// @brief Starts `m_call` and suspends `activity`; returns what its worker runs next.
-  std::coroutine_handle<> start_suspended(promise_base& activity);
+  /// @brief Starts `m_call`; true if it completed inside (a network that completes at once,
+  /// or the last member to arrive): the activity goes on without suspending.
+  bool start();
+  /// @brief Suspends `activity` until the call completes; returns what its worker runs next.
+  std::coroutine_handle<> suspend(promise_base& activity);
   void rethrow_if_failed() const {
     if (m_error) [[unlikely]]
       std::rethrow_exception(m_error);
@@ -60,6 +62,12 @@ private:
   std::shared_ptr<team_state> m_team;
   std::exception_ptr m_error;
   promise_base* m_activity = nullptr;
+  /// k_started, then k_suspended (the activity waits) and k_done in either order: whichever
+  /// comes second makes the activity runnable (acq_rel exchanges: done's error and the
+  /// suspension's activity are seen by the other side).
+  static constexpr std::uint8_t k_started = 0, k_suspended = 1, k_done = 2;
+  std::atomic<std::uint8_t> m_phase{k_started};
+  void wake() noexcept;
 };
 
 /// @brief The awaitable of a collective: points the call at `Buffers`' memory, starts it, and
@@ -75,12 +83,12 @@ public:
 
   bool await_ready() {
     m_buffers.prepare(m_waiter.m_call); // here: the awaiter no longer moves
-    return m_waiter.start_at_once();
+    return m_waiter.start();
   }
   template <class P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) {
     require_apgas_caller<P>();
-    return m_waiter.start_suspended(caller.promise());
+    return m_waiter.suspend(caller.promise());
   }
   R await_resume() {
     m_waiter.rethrow_if_failed();

@@ -1,0 +1,215 @@
+// Small collectives over point-to-point messages (see p2p_collectives.hpp).
+#include "p2p_collectives.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+
+namespace apgas::detail {
+
+namespace {
+
+constexpr int k_first_tag = 100;
+
+template <class T>
+void apply_builtin(reduce_op::builtin op, std::byte* acc, const std::byte* in, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    T a;
+    T b;
+    std::memcpy(&a, acc + i * sizeof(T), sizeof(T));
+    std::memcpy(&b, in + i * sizeof(T), sizeof(T));
+    switch (op) {
+    case reduce_op::builtin::sum:
+      a = static_cast<T>(a + b);
+      break;
+    case reduce_op::builtin::min:
+      a = std::min(a, b);
+      break;
+    case reduce_op::builtin::max:
+      a = std::max(a, b);
+      break;
+    case reduce_op::builtin::none:
+      break;
+    }
+    std::memcpy(acc + i * sizeof(T), &a, sizeof(T));
+  }
+}
+
+/// acc[i] = acc[i] op in[i] for MPI's built-in operations (commutative: the order is free).
+void apply_builtin(element_type::scalar kind, reduce_op::builtin op, std::byte* acc,
+                   const std::byte* in, std::size_t n) {
+  using k = element_type::scalar;
+  switch (kind) {
+  case k::i8:
+    return apply_builtin<std::int8_t>(op, acc, in, n);
+  case k::i16:
+    return apply_builtin<std::int16_t>(op, acc, in, n);
+  case k::i32:
+    return apply_builtin<std::int32_t>(op, acc, in, n);
+  case k::i64:
+    return apply_builtin<std::int64_t>(op, acc, in, n);
+  case k::u8:
+    return apply_builtin<std::uint8_t>(op, acc, in, n);
+  case k::u16:
+    return apply_builtin<std::uint16_t>(op, acc, in, n);
+  case k::u32:
+    return apply_builtin<std::uint32_t>(op, acc, in, n);
+  case k::u64:
+    return apply_builtin<std::uint64_t>(op, acc, in, n);
+  case k::f32:
+    return apply_builtin<float>(op, acc, in, n);
+  case k::f64:
+    return apply_builtin<double>(op, acc, in, n);
+  case k::bytes:
+    return;
+  }
+}
+
+} // namespace
+
+bool p2p_collective::handles(const collective_call& c) noexcept {
+  if (c.kind == collective_kind::barrier) return true;
+  if (c.kind != collective_kind::allreduce) return false;
+  if (c.op.op == reduce_op::builtin::none && c.op.combine == nullptr) return false;
+  return c.count * c.type.size <= k_max_bytes;
+}
+
+p2p_collective::p2p_collective(const collective_call& c, MPI_Comm comm, int rank, int size,
+                               collective_done& done)
+    : m_call(c), m_comm(comm), m_rank(rank), m_size(size), m_done(done) {
+  if (c.kind == collective_kind::allreduce) {
+    m_bytes = c.count * c.type.size;
+    if (c.send != c.recv) std::memcpy(c.recv, c.send, m_bytes);
+    m_incoming.resize(m_bytes);
+    m_sending.resize(m_bytes);
+    m_doubled = static_cast<int>(std::bit_floor(static_cast<unsigned>(size)));
+    m_extra = size - m_doubled;
+    if (rank < 2 * m_extra) m_virtual = rank % 2 == 0 ? -1 : rank / 2;
+    else m_virtual = rank - m_extra;
+    m_step = m_virtual < 0        ? step::fold_send
+             : rank < 2 * m_extra ? step::fold_receive
+             : m_doubled > 1      ? step::doubling
+                                  : step::finished;
+    // Round 0 is the fold's: the doubling's rounds are 1.. at every member.
+    if (m_step == step::doubling) m_round = 1;
+  } else {
+    m_step = size > 1 ? step::doubling : step::finished;
+  }
+  if (m_step != step::finished) start_step();
+}
+
+p2p_collective::~p2p_collective() {
+  // Only a transport that shuts down with a collective in flight gets here with requests.
+  for (MPI_Request& r : m_requests)
+    if (r != MPI_REQUEST_NULL && !mpi_is_finalized()) {
+      MPI_Cancel(&r);
+      MPI_Request_free(&r);
+    }
+}
+
+void p2p_collective::post(int to, int from) {
+  const int tag = k_first_tag + m_round;
+  if (from >= 0)
+    mpi_check(MPI_Irecv(m_incoming.data(), static_cast<int>(m_bytes), MPI_BYTE, from, tag, m_comm,
+                        &m_requests[0]),
+              "MPI_Irecv");
+  if (to >= 0) {
+    if (m_bytes != 0) std::memcpy(m_sending.data(), m_call.recv, m_bytes);
+    mpi_check(MPI_Isend(m_sending.data(), static_cast<int>(m_bytes), MPI_BYTE, to, tag, m_comm,
+                        &m_requests[1]),
+              "MPI_Isend");
+  }
+}
+
+void p2p_collective::start_step() {
+  switch (m_step) {
+  case step::fold_send:
+    // Our value to the odd partner, then the result back from it (the unfold's round).
+    post(m_rank + 1, -1);
+    break;
+  case step::fold_receive:
+    post(-1, m_rank - 1);
+    break;
+  case step::doubling:
+    if (m_call.kind == collective_kind::barrier) {
+      post((m_rank + m_distance) % m_size, (m_rank - m_distance + m_size) % m_size);
+    } else {
+      const int partner = real_rank(m_virtual ^ m_distance);
+      post(partner, partner);
+    }
+    break;
+  case step::unfold:
+    post(m_rank - 1, -1);
+    break;
+  case step::finished:
+    break;
+  }
+}
+
+void p2p_collective::combine(bool incoming_is_lower) {
+  std::byte* acc = static_cast<std::byte*>(m_call.recv);
+  if (m_call.op.op != reduce_op::builtin::none) {
+    apply_builtin(m_call.type.kind, m_call.op.op, acc, m_incoming.data(), m_call.count);
+    return;
+  }
+  const std::size_t size = m_call.type.size;
+  try {
+    for (std::size_t i = 0; i < m_call.count; ++i) {
+      std::byte* a = acc + i * size;
+      std::byte* in = m_incoming.data() + i * size;
+      if (incoming_is_lower) {
+        m_call.op.combine(in, a); // in = in op acc, then acc = in
+        std::memcpy(a, in, size);
+      } else {
+        m_call.op.combine(a, in);
+      }
+    }
+  } catch (...) {
+    if (!m_error) m_error = std::current_exception();
+  }
+}
+
+void p2p_collective::next_step() {
+  ++m_round;
+  switch (m_step) {
+  case step::fold_send:
+    // The result comes from the partner: the round after the doubling's, which the partner
+    // counts too.
+    m_round = 1 + std::countr_zero(static_cast<unsigned>(m_doubled));
+    m_step = step::unfold;
+    post(-1, m_rank + 1);
+    return;
+  case step::fold_receive:
+    combine(true); // the even partner is the lower rank
+    m_step = m_doubled > 1 ? step::doubling : step::unfold;
+    break;
+  case step::doubling:
+    if (m_call.kind == collective_kind::allreduce)
+      combine(real_rank(m_virtual ^ m_distance) < m_rank);
+    m_distance *= 2;
+    if (m_distance < (m_call.kind == collective_kind::barrier ? m_size : m_doubled)) break;
+    m_step = m_call.kind == collective_kind::allreduce && m_rank < 2 * m_extra ? step::unfold
+                                                                               : step::finished;
+    break;
+  case step::unfold:
+    if (m_virtual < 0) std::memcpy(m_call.recv, m_incoming.data(), m_bytes); // the result
+    m_step = step::finished;
+    return;
+  case step::finished:
+    return;
+  }
+  if (m_step != step::finished) start_step();
+}
+
+bool p2p_collective::progress() {
+  while (m_step != step::finished) {
+    int complete = 0;
+    mpi_check(MPI_Testall(2, m_requests, &complete, MPI_STATUSES_IGNORE), "MPI_Testall");
+    if (complete == 0) return false;
+    next_step();
+  }
+  return true;
+}
+
+} // namespace apgas::detail

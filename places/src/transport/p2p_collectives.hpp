@@ -1,0 +1,84 @@
+// Small collectives over point-to-point messages: a dissemination barrier and a
+// recursive-doubling allreduce of at most k_max_bytes, on a team's communicator, progressed by
+// the place's polling like MPI's nonblocking collectives. Why: Open MPI's nonblocking
+// collectives (libnbc) take several times what the blocking calls take for small messages (a
+// schedule built and interpreted per call); these take what the blocking calls take, and a
+// member that arrives last completes at once. Internal to places/src/transport; includes mpi.h.
+//
+// Messages: every round's Isend/Irecv pair uses tag k_first_tag + round. Members call a team's
+// collectives in the same order and each completes its rounds in order, so MPI's
+// non-overtaking rule matches every message with its round, also across consecutive calls.
+#pragma once
+
+#include "apgas/detail/collective_network.hpp"
+
+#include "mpi_common.hpp"
+
+#include <cstddef>
+#include <exception>
+#include <vector>
+
+namespace apgas::detail {
+
+/// @brief One small collective in flight at this place. Thread-safety: under the transport's
+/// network lock (every MPI call is).
+class p2p_collective {
+public:
+  /// Allreduces of up to this many bytes go point to point (MPI's eager size on shared memory:
+  /// larger ones are bandwidth-bound, where MPI's algorithms are better).
+  static constexpr std::size_t k_max_bytes = 4096;
+
+  /// @brief True if `c` is a barrier or an allreduce of at most k_max_bytes.
+  static bool handles(const collective_call& c) noexcept;
+
+  /// @param rank, size this place's rank in `comm` and the number of members.
+  p2p_collective(const collective_call& c, MPI_Comm comm, int rank, int size,
+                 collective_done& done);
+  p2p_collective(const p2p_collective&) = delete;
+  p2p_collective& operator=(const p2p_collective&) = delete;
+  ~p2p_collective();
+
+  /// @brief Tests the current round and starts the next ones that can start. @return true once
+  /// the collective has completed here (its buffers hold the result; tell done()).
+  bool progress();
+  collective_done& done() const noexcept { return m_done; }
+  /// @brief What a user's operation threw at this place (the result is then not defined).
+  std::exception_ptr error() const noexcept { return m_error; }
+
+private:
+  enum class step : unsigned char {
+    fold_send,    ///< an extra member gives its value to its partner and waits for the result
+    fold_receive, ///< the partner of an extra member takes its value
+    doubling,     ///< a round of recursive doubling (barrier: of dissemination)
+    unfold,       ///< the partner of an extra member sends it the result
+    finished,
+  };
+  void start_step();
+  void next_step();
+  /// Posts this round's receive from `from` (into m_incoming) and send to `to` (of m_sending);
+  /// a peer of -1 posts nothing that way.
+  void post(int to, int from);
+  /// acc = lower op upper, element by element; `incoming_is_lower` says which side acc is.
+  void combine(bool incoming_is_lower);
+  /// The real rank of the member with recursive-doubling rank `v`.
+  int real_rank(int v) const noexcept { return v < m_extra ? 2 * v + 1 : v + m_extra; }
+
+  collective_call m_call;
+  MPI_Comm m_comm;
+  int m_rank;
+  int m_size;
+  int m_extra = 0;   ///< members past the largest power of two <= size (allreduce)
+  int m_doubled = 1; ///< that power of two
+  int m_virtual = 0; ///< this member's rank among the doubled ones (-1: an extra member)
+  int m_distance = 1;
+  int m_round = 0;
+  step m_step = step::finished;
+  std::size_t m_bytes = 0;           ///< of the value (allreduce)
+  std::vector<std::byte> m_incoming; ///< a partner's value
+  std::vector<std::byte> m_sending;  ///< ours as sent: acc changes while its Isend is in flight
+  MPI_Request m_requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  collective_done& m_done;
+  std::exception_ptr m_error;
+};
+
+} // namespace apgas::detail
