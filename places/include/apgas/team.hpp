@@ -168,6 +168,15 @@ public:
   APGAS_AWAIT_IT task<std::vector<std::vector<T>>>
   alltoallv(const std::vector<std::vector<T>>& send,
             std::source_location site = std::source_location::current()) const;
+  /// @brief Exchange of blocks of any size whose sizes every member knows (MPI_Alltoallv):
+  /// `send` holds send_counts[r] elements for rank r, one block after the other, and `recv`
+  /// receives recv_counts[r] from rank r likewise. No copies and no exchange of sizes, which
+  /// the form above pays for.
+  template <class T>
+  APGAS_AWAIT_IT task<>
+  alltoallv(std::span<const T> send, std::span<const std::size_t> send_counts, std::span<T> recv,
+            std::span<const std::size_t> recv_counts,
+            std::source_location site = std::source_location::current()) const;
 
   /// @brief Collective (X10's Team.split): the members that give the same color >= 0 form a
   /// new team, ranked by key (then by their rank here); a member that gives a negative color
@@ -227,6 +236,19 @@ task<std::vector<std::vector<T>>> team::alltoallv(const std::vector<std::vector<
   co_await make<void>(detail::collective_kind::alltoallv, detail::copy_spec<T>(), 0, 0, site,
                       detail::varying_buffers<T>{&v});
   co_return v.split();
+}
+
+template <class T>
+task<> team::alltoallv(std::span<const T> send, std::span<const std::size_t> send_counts,
+                       std::span<T> recv, std::span<const std::size_t> recv_counts,
+                       std::source_location site) const {
+  detail::require_team_value<T>();
+  if (send_counts.size() != size() || recv_counts.size() != size())
+    throw std::invalid_argument("apgas: alltoallv needs a count per rank");
+  const detail::block_layout sending(send_counts, send.size());
+  const detail::block_layout receiving(recv_counts, recv.size());
+  co_await make<void>(detail::collective_kind::alltoallv, detail::copy_spec<T>(), 0, 0, site,
+                      detail::flat_varying_buffers{send.data(), recv.data(), &sending, &receiving});
 }
 
 } // namespace apgas

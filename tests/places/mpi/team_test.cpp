@@ -174,6 +174,30 @@ struct moves {
     const auto recv = co_await t.alltoallv(blocks);
     for (place_id r = 0; r < n; ++r)
       check(recv[r] == std::vector<double>(r + me, r * 0.5 + me), "alltoallv");
+    // The same on flat buffers with the counts known at both ends.
+    std::vector<std::size_t> send_counts, recv_counts;
+    std::vector<double> flat_send, flat_recv;
+    for (place_id r = 0; r < n; ++r) {
+      send_counts.push_back(me + r);
+      recv_counts.push_back(r + me);
+      flat_send.insert(flat_send.end(), blocks[r].begin(), blocks[r].end());
+    }
+    flat_recv.resize(flat_send.size() + 3, -1.0); // room to spare stays as it was
+    co_await t.alltoallv(std::span<const double>(flat_send), send_counts,
+                         std::span<double>(flat_recv), recv_counts);
+    std::size_t at = 0;
+    for (place_id r = 0; r < n; ++r)
+      for (std::size_t k = 0; k < r + me; ++k)
+        check(flat_recv[at++] == r * 0.5 + me, "flat alltoallv");
+    check(flat_recv.back() == -1.0, "flat alltoallv writes past its counts");
+    bool refused = false;
+    try {
+      co_await t.alltoallv(std::span<const double>(flat_send), send_counts,
+                           std::span<double>(flat_recv).first(0), recv_counts);
+    } catch (const std::invalid_argument&) {
+      refused = true;
+    }
+    check(refused || n == 1, "flat alltoallv with a buffer too small");
   }
 };
 TEST(team, broadcast_gather_allgather_and_exchanges) { at_every_place(moves{}); }

@@ -290,6 +290,41 @@ struct varying {
   std::vector<int> recv_counts, recv_displs;
 };
 
+/// @brief The int counts and displacements MPI wants for blocks of `counts` elements one
+/// after the other in a buffer of `capacity` elements.
+struct block_layout {
+  block_layout(std::span<const std::size_t> block_counts, std::size_t capacity) {
+    std::size_t at = 0;
+    for (std::size_t n : block_counts) {
+      if (n > static_cast<std::size_t>(INT_MAX) - at)
+        throw std::length_error("apgas: a collective of more than 2^31 - 1 elements");
+      counts.push_back(static_cast<int>(n));
+      displs.push_back(static_cast<int>(at));
+      at += n;
+    }
+    if (at > capacity)
+      throw std::invalid_argument("apgas: alltoallv's counts add up to more than its buffer");
+  }
+  std::vector<int> counts, displs;
+};
+
+/// @brief alltoallv on the caller's buffers, blocks one after the other.
+struct flat_varying_buffers {
+  const void* send;
+  void* recv;
+  const block_layout* sending;
+  const block_layout* receiving;
+  void prepare(collective_call& c) const noexcept {
+    c.send = send;
+    c.recv = recv;
+    c.send_counts = sending->counts.data();
+    c.send_displs = sending->displs.data();
+    c.recv_counts = receiving->counts.data();
+    c.recv_displs = receiving->displs.data();
+  }
+  void result() const noexcept {}
+};
+
 template <class T>
 struct varying_buffers {
   varying<T>* v;
