@@ -257,8 +257,8 @@ void mpi_collectives::start_locked(const collective_call& c, MPI_Datatype type, 
 
 void mpi_collectives::start(const collective_call& call, collective_done& done) {
   std::lock_guard net(m_net_lock);
-  if (p2p_collective::handles(call)) {
-    const team_state& t = state(call.team);
+  const team_state& t = state(call.team);
+  if (p2p_collective::handles(call, static_cast<int>(t.members.size()))) {
     auto small = std::make_unique<p2p_collective>(call, t.comm, static_cast<int>(t.rank),
                                                   static_cast<int>(t.members.size()), done);
     if (small->progress()) {

@@ -68,21 +68,35 @@ void apply_builtin(element_type::scalar kind, reduce_op::builtin op, std::byte* 
 
 } // namespace
 
-bool p2p_collective::handles(const collective_call& c) noexcept {
+bool p2p_collective::handles(const collective_call& c, int size) noexcept {
   if (c.kind == collective_kind::barrier) return true;
   if (c.kind != collective_kind::allreduce) return false;
   if (c.op.op == reduce_op::builtin::none && c.op.combine == nullptr) return false;
-  return c.count * c.type.size <= k_max_bytes;
+  return size == 1 || c.count * c.type.size <= k_max_bytes || uses_ring(c, size);
+}
+
+bool p2p_collective::uses_ring(const collective_call& c, int size) noexcept {
+  // Built-in operations only: the ring combines a block's values in an order that starts
+  // past its owner, which only a commutative operation allows.
+  return c.kind == collective_kind::allreduce && c.op.op != reduce_op::builtin::none && size > 1 &&
+         c.count * c.type.size > k_max_bytes && c.count >= static_cast<std::size_t>(size);
 }
 
 p2p_collective::p2p_collective(const collective_call& c, MPI_Comm comm, int rank, int size,
                                collective_done& done)
     : m_call(c), m_comm(comm), m_rank(rank), m_size(size), m_done(done) {
+  if (c.kind == collective_kind::allreduce && uses_ring(c, size)) {
+    m_bytes = c.count * c.type.size;
+    if (c.send != c.recv) std::memcpy(c.recv, c.send, m_bytes);
+    m_incoming.resize(block_bytes(0)); // block 0 is the largest
+    m_step = step::ring_reduce;
+    start_step();
+    return;
+  }
   if (c.kind == collective_kind::allreduce) {
     m_bytes = c.count * c.type.size;
     if (c.send != c.recv) std::memcpy(c.recv, c.send, m_bytes);
     m_incoming.resize(m_bytes);
-    m_sending.resize(m_bytes);
     m_doubled = static_cast<int>(std::bit_floor(static_cast<unsigned>(size)));
     m_extra = size - m_doubled;
     if (rank < 2 * m_extra) m_virtual = rank % 2 == 0 ? -1 : rank / 2;
@@ -109,21 +123,58 @@ p2p_collective::~p2p_collective() {
 }
 
 void p2p_collective::post(int to, int from) {
+  // The value is sent from where it is: it changes only once both requests completed.
+  post(to, m_call.recv, m_bytes, from, m_incoming.data(), m_bytes);
+}
+
+void p2p_collective::post(int to, const void* send, std::size_t send_bytes, int from, void* recv,
+                          std::size_t recv_bytes) {
   const int tag = k_first_tag + m_round;
   if (from >= 0)
-    mpi_check(MPI_Irecv(m_incoming.data(), static_cast<int>(m_bytes), MPI_BYTE, from, tag, m_comm,
-                        &m_requests[0]),
-              "MPI_Irecv");
-  if (to >= 0) {
-    if (m_bytes != 0) std::memcpy(m_sending.data(), m_call.recv, m_bytes);
-    mpi_check(MPI_Isend(m_sending.data(), static_cast<int>(m_bytes), MPI_BYTE, to, tag, m_comm,
-                        &m_requests[1]),
-              "MPI_Isend");
-  }
+    mpi_check(
+        MPI_Irecv(recv, static_cast<int>(recv_bytes), MPI_BYTE, from, tag, m_comm, &m_requests[0]),
+        "MPI_Irecv");
+  if (to >= 0)
+    mpi_check(
+        MPI_Isend(send, static_cast<int>(send_bytes), MPI_BYTE, to, tag, m_comm, &m_requests[1]),
+        "MPI_Isend");
+}
+
+std::size_t p2p_collective::block_first(int block) const noexcept {
+  const auto n = static_cast<std::size_t>(m_size);
+  const auto b = static_cast<std::size_t>(block);
+  // The first count % n blocks have one element more.
+  return (m_call.count / n) * b + std::min(b, m_call.count % n);
+}
+
+std::size_t p2p_collective::block_bytes(int block) const noexcept {
+  return (block_first(block + 1) - block_first(block)) * m_call.type.size;
+}
+
+std::byte* p2p_collective::block_data(int block) const noexcept {
+  return static_cast<std::byte*>(m_call.recv) + block_first(block) * m_call.type.size;
 }
 
 void p2p_collective::start_step() {
+  const int right = (m_rank + 1) % m_size;
+  const int left = (m_rank + m_size - 1) % m_size;
   switch (m_step) {
+  case step::ring_reduce: {
+    // Round s: block r - s goes right, block r - s - 1 comes from the left to be combined.
+    const int out = (m_rank - m_round + 2 * m_size) % m_size;
+    const int in = (out + m_size - 1) % m_size;
+    post(right, block_data(out), block_bytes(out), left, m_incoming.data(), block_bytes(in));
+    break;
+  }
+  case step::ring_gather: {
+    // Round s (counted from the gather's first): the whole block r + 1 - s goes right, block
+    // r - s comes from the left in its place.
+    const int s = m_round - (m_size - 1);
+    const int out = (m_rank + 1 - s + 2 * m_size) % m_size;
+    const int in = (out + m_size - 1) % m_size;
+    post(right, block_data(out), block_bytes(out), left, block_data(in), block_bytes(in));
+    break;
+  }
   case step::fold_send:
     // Our value to the odd partner, then the result back from it (the unfold's round).
     post(m_rank + 1, -1);
@@ -173,6 +224,16 @@ void p2p_collective::combine(bool incoming_is_lower) {
 void p2p_collective::next_step() {
   ++m_round;
   switch (m_step) {
+  case step::ring_reduce: {
+    const int in = (m_rank - m_round + 2 * m_size) % m_size; // the block that came this round
+    apply_builtin(m_call.type.kind, m_call.op.op, block_data(in), m_incoming.data(),
+                  block_bytes(in) / m_call.type.size);
+    if (m_round == m_size - 1) m_step = step::ring_gather; // block r + 1 is whole here
+    break;
+  }
+  case step::ring_gather:
+    if (m_round == 2 * (m_size - 1)) m_step = step::finished;
+    break;
   case step::fold_send:
     // The result comes from the partner: the round after the doubling's, which the partner
     // counts too.

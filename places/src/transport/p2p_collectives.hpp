@@ -1,9 +1,11 @@
-// Small collectives over point-to-point messages: a dissemination barrier and a
-// recursive-doubling allreduce of at most k_max_bytes, on a team's communicator, progressed by
-// the place's polling like MPI's nonblocking collectives. Why: Open MPI's nonblocking
-// collectives (libnbc) take several times what the blocking calls take for small messages (a
-// schedule built and interpreted per call); these take what the blocking calls take, and a
-// member that arrives last completes at once. Internal to places/src/transport; includes mpi.h.
+// Collectives over point-to-point messages on a team's communicator, progressed by the place's
+// polling like MPI's nonblocking collectives: a dissemination barrier, a recursive-doubling
+// allreduce of at most k_max_bytes (any operation, rank order kept), and a ring allreduce
+// (reduce-scatter, then allgather) of more with MPI's built-in operations. Why: Open MPI's
+// nonblocking collectives (libnbc) take several times what the blocking calls take for small
+// messages (a schedule built and interpreted per call) and lag them for large ones; these take
+// what the blocking calls take, and a member that arrives last completes at once. Internal to
+// places/src/transport; includes mpi.h.
 //
 // Messages: every round's Isend/Irecv pair uses tag k_first_tag + round. Members call a team's
 // collectives in the same order and each completes its rounds in order, so MPI's
@@ -28,8 +30,10 @@ public:
   /// larger ones are bandwidth-bound, where MPI's algorithms are better).
   static constexpr std::size_t k_max_bytes = 4096;
 
-  /// @brief True if `c` is a barrier or an allreduce of at most k_max_bytes.
-  static bool handles(const collective_call& c) noexcept;
+  /// @brief True if `c` goes point to point on a team of `size`: a barrier, an allreduce of
+  /// at most k_max_bytes, or one of more with a built-in operation (uses_ring).
+  static bool handles(const collective_call& c, int size) noexcept;
+  static bool uses_ring(const collective_call& c, int size) noexcept;
 
   /// @param rank, size this place's rank in `comm` and the number of members.
   p2p_collective(const collective_call& c, MPI_Comm comm, int rank, int size,
@@ -47,6 +51,8 @@ public:
 
 private:
   enum class step : unsigned char {
+    ring_reduce,  ///< a round of the ring's reduce-scatter (rounds 0 .. size - 2)
+    ring_gather,  ///< a round of the ring's allgather (rounds size - 1 .. 2 size - 3)
     fold_send,    ///< an extra member gives its value to its partner and waits for the result
     fold_receive, ///< the partner of an extra member takes its value
     doubling,     ///< a round of recursive doubling (barrier: of dissemination)
@@ -55,9 +61,15 @@ private:
   };
   void start_step();
   void next_step();
-  /// Posts this round's receive from `from` (into m_incoming) and send to `to` (of m_sending);
+  /// Posts this round's receive from `from` (into m_incoming) and send to `to` (of the value);
   /// a peer of -1 posts nothing that way.
   void post(int to, int from);
+  void post(int to, const void* send, std::size_t send_bytes, int from, void* recv,
+            std::size_t recv_bytes);
+  /// The ring's blocks: block b of the value, size() of them as even as can be.
+  std::size_t block_first(int block) const noexcept;
+  std::size_t block_bytes(int block) const noexcept;
+  std::byte* block_data(int block) const noexcept;
   /// acc = lower op upper, element by element; `incoming_is_lower` says which side acc is.
   void combine(bool incoming_is_lower);
   /// The real rank of the member with recursive-doubling rank `v`.
@@ -74,8 +86,7 @@ private:
   int m_round = 0;
   step m_step = step::finished;
   std::size_t m_bytes = 0;           ///< of the value (allreduce)
-  std::vector<std::byte> m_incoming; ///< a partner's value
-  std::vector<std::byte> m_sending;  ///< ours as sent: acc changes while its Isend is in flight
+  std::vector<std::byte> m_incoming; ///< a partner's value (the ring: a block of it)
   MPI_Request m_requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   collective_done& m_done;
   std::exception_ptr m_error;

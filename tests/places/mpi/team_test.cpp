@@ -125,9 +125,16 @@ struct small_and_large_in_a_row {
         break;
       }
       default:
-        std::fill(large.begin(), large.end(), static_cast<double>(me + i));
+        for (std::size_t k = 0; k < large.size(); ++k)
+          large[k] = static_cast<double>(me * static_cast<long>(k) + i);
         co_await t.allreduce(std::span<double>(large), apgas::sum);
-        check(large.back() == static_cast<double>(n * (n - 1) / 2 + n * i), "large sum");
+        for (std::size_t k = 0; k < large.size(); ++k)
+          check(large[k] == static_cast<double>(static_cast<long>(k) * n * (n - 1) / 2 + n * i),
+                "large sum, every element");
+        for (std::size_t k = 0; k < large.size(); ++k)
+          large[k] = static_cast<double>((me + static_cast<long>(k)) % n);
+        co_await t.allreduce(std::span<double>(large), apgas::max);
+        for (double x : large) check(x == static_cast<double>(n - 1), "large max");
         check(co_await t.allreduce(me * 1000 + i, apgas::max) == (n - 1) * 1000 + i, "max");
       }
     }
