@@ -39,9 +39,12 @@ long value_of(std::size_t i) { return static_cast<long>(i) * 3; }
 
 distribution make_dist(int which, std::size_t n, place_id parts) {
   switch (which) {
-  case 0: return distribution::block(n, parts);
-  case 1: return distribution::cyclic(n, parts);
-  default: return distribution::block_cyclic(n, parts, 5);
+  case 0:
+    return distribution::block(n, parts);
+  case 1:
+    return distribution::cyclic(n, parts);
+  default:
+    return distribution::block_cyclic(n, parts, 5);
   }
 }
 
@@ -57,15 +60,13 @@ struct elements_and_remote_access {
           check(a.owner(a.global_index(i)) == apgas::here(), "owner of a local element");
         co_await all.barrier(); // every part written
         // Single elements and a range from every place, through rget.
-        for (std::size_t i : {0UL, n / 2, n - 1})
-          check(co_await a.get(i) == value_of(i), "get");
+        for (std::size_t i : {0UL, n / 2, n - 1}) check(co_await a.get(i) == value_of(i), "get");
         std::vector<long> all_values(n);
         co_await a.get(0, all_values);
         for (std::size_t i = 0; i < n; ++i) check(all_values[i] == value_of(i), "ranged get");
         co_await all.barrier(); // every read done before anyone writes
         // Each place writes the elements i with i % places == here, negated.
-        for (std::size_t i = apgas::here(); i < n; i += all.size())
-          co_await a.put(i, -value_of(i));
+        for (std::size_t i = apgas::here(); i < n; i += all.size()) co_await a.put(i, -value_of(i));
         co_await all.barrier();
         a.for_each_local([](std::size_t g, long& x) { check(x == -value_of(g), "put"); });
         // A range put from place 0 across every owner.
@@ -135,8 +136,8 @@ struct halo_2d {
       a.for_each_local([step](std::size_t i, std::size_t j, long& x) { x = value_2d(i, j, step); });
       co_await a.exchange_halo();
       const auto expect = [&](std::ptrdiff_t i, std::ptrdiff_t j, const char* what) {
-        check(a(i, j) == value_2d(static_cast<std::size_t>(gi(i)), static_cast<std::size_t>(gj(j)),
-                                  step),
+        check(a(i, j) ==
+                  value_2d(static_cast<std::size_t>(gi(i)), static_cast<std::size_t>(gj(j)), step),
               what);
       };
       for (std::ptrdiff_t j = 0; j < c; ++j) {
@@ -161,6 +162,53 @@ struct halo_2d {
   }
 };
 TEST(dist_array, halo_exchange_2d_fills_ghost_rows_and_columns) { at_every_place(halo_2d{}); }
+
+struct rows_2d {
+  task<> operator()() const {
+    // Runs of a row from every place, over column distributions that split a row among
+    // several owners in one run (block) and in many (block-cyclic).
+    const team all = team::world();
+    const auto grid = distribution_2d::square_grid(all.size());
+    const std::size_t rows = 5 * grid.first + 1, cols = 7 * grid.second + 3;
+    for (const distribution_2d d :
+         {distribution_2d::block(rows, cols, grid.first, grid.second),
+          distribution_2d{distribution::block(rows, grid.first),
+                          distribution::block_cyclic(cols, grid.second, 2)}}) {
+      auto a = co_await dist_array_2d<long>::make(all, d);
+      a.for_each_local([](std::size_t i, std::size_t j, long& x) { x = value_2d(i, j, 0); });
+      co_await all.barrier(); // every part written
+      std::vector<long> row(cols);
+      for (std::size_t i = 0; i < rows; ++i) {
+        co_await a.get(i, 0, std::span<long>(row));
+        for (std::size_t j = 0; j < cols; ++j) check(row[j] == value_2d(i, j, 0), "2D row get");
+      }
+      std::vector<long> middle(cols - 2);
+      co_await a.get(rows / 2, 1, std::span<long>(middle));
+      for (std::size_t j = 0; j < middle.size(); ++j)
+        check(middle[j] == value_2d(rows / 2, j + 1, 0), "2D get of a run inside a row");
+      co_await all.barrier(); // every read done before anyone writes
+      // Each place writes the rows i with i % places == here, from column 1, negated.
+      for (std::size_t i = apgas::here(); i < rows; i += all.size()) {
+        for (std::size_t j = 0; j < middle.size(); ++j) middle[j] = -value_2d(i, j + 1, 0);
+        co_await a.put(i, 1, std::span<const long>(middle));
+      }
+      co_await all.barrier();
+      a.for_each_local([cols](std::size_t i, std::size_t j, long& x) {
+        const bool written = j >= 1 && j + 1 < cols;
+        check(x == (written ? -1 : 1) * value_2d(i, j, 0), "2D row put");
+      });
+      bool threw = false;
+      try {
+        co_await a.get(0, cols - 2, std::span<long>(row).first(3));
+      } catch (const std::out_of_range&) {
+        threw = true;
+      }
+      check(threw, "a run past its row's end is refused");
+      co_await all.barrier(); // nobody reads the array after it is gone
+    }
+  }
+};
+TEST(dist_array, runs_of_a_2d_row_are_reached_from_everywhere) { at_every_place(rows_2d{}); }
 
 struct two_arrays_interleaved {
   task<> operator()() const {
