@@ -7,10 +7,12 @@
 #include "../../places_test_main.hpp"
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -162,6 +164,52 @@ struct halo_2d {
   }
 };
 TEST(dist_array, halo_exchange_2d_fills_ghost_rows_and_columns) { at_every_place(halo_2d{}); }
+
+struct halo_2d_wide_and_late {
+  task<> operator()() const {
+    // Two ghost cells a side, every one checked (the grid's outer ghosts stay 0, the corners
+    // are never written); place 0 comes late to every other exchange, so that its
+    // neighbours' messages arrive before its exchange opens and wait for it.
+    const team all = team::world();
+    const std::ptrdiff_t g = 2;
+    const auto grid = distribution_2d::square_grid(all.size());
+    const std::size_t rows = 7 * grid.first + 2, cols = 5 * grid.second + 3;
+    auto a = co_await dist_array_2d<long>::make(
+        all, distribution_2d::block(rows, cols, grid.first, grid.second), g);
+    const auto r = static_cast<std::ptrdiff_t>(a.local_rows());
+    const auto c = static_cast<std::ptrdiff_t>(a.local_cols());
+    const auto i0 = static_cast<std::ptrdiff_t>(a.first_row());
+    const auto j0 = static_cast<std::ptrdiff_t>(a.first_col());
+    const auto corner = [&](std::ptrdiff_t i, std::ptrdiff_t j) {
+      return (i < 0 || i >= r) && (j < 0 || j >= c);
+    };
+    for (std::ptrdiff_t i = -g; i < r + g; ++i)
+      for (std::ptrdiff_t j = -g; j < c + g; ++j)
+        if (corner(i, j)) a(i, j) = -7;
+    for (long step = 0; step < 6; ++step) {
+      a.for_each_local([step](std::size_t i, std::size_t j, long& x) { x = value_2d(i, j, step); });
+      if (apgas::here() == 0 && step % 2 == 1)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      co_await a.exchange_halo();
+      for (std::ptrdiff_t i = -g; i < r + g; ++i)
+        for (std::ptrdiff_t j = -g; j < c + g; ++j) {
+          if (i >= 0 && i < r && j >= 0 && j < c) continue; // the part itself
+          const std::ptrdiff_t gi = i0 + i, gj = j0 + j;
+          const bool inside = gi >= 0 && gi < static_cast<std::ptrdiff_t>(rows) && gj >= 0 &&
+                              gj < static_cast<std::ptrdiff_t>(cols);
+          const long expect =
+              corner(i, j) ? -7
+              : inside ? value_2d(static_cast<std::size_t>(gi), static_cast<std::size_t>(gj), step)
+                       : 0;
+          check(a(i, j) == expect, "a ghost cell two wide, step " + std::to_string(step));
+        }
+    }
+    co_await all.barrier();
+  }
+};
+TEST(dist_array, halo_exchange_2d_two_wide_with_a_late_place) {
+  at_every_place(halo_2d_wide_and_late{});
+}
 
 struct rows_2d {
   task<> operator()() const {
