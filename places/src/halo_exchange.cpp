@@ -8,27 +8,90 @@
 #include "apgas/detail/worker.hpp"
 #include "apgas/serialization.hpp"
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <span>
 #include <stdexcept>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace apgas::detail {
 
-/// What arrived for one array at this place, by exchange and side, and the activity that
-/// waits for an exchange's messages. Guarded by `mutex`.
+namespace {
+
+/// A message that came before its exchange opened here.
+struct early_message {
+  std::uint64_t exchange = 0;
+  std::uint8_t side = 0;
+  std::vector<std::byte> bytes;
+};
+
+/// Copies `data` into the runs of `to`. pre: data.size() == to.bytes().
+void scatter(const halo_region& to, std::span<const std::byte> data) {
+  const std::byte* from = data.data();
+  std::byte* at = to.first;
+  for (std::size_t r = 0; r < to.runs; ++r, from += to.run_bytes, at += to.stride)
+    std::memcpy(at, from, to.run_bytes);
+}
+
+} // namespace
+
+/// One array's exchanges at this place. Guarded by `mutex`, which a message's scatter into
+/// the ghosts holds too: the exchange cannot close or reopen under it.
 struct halo_channel_state {
-  struct exchange_messages {
-    std::size_t count = 0;
-    std::map<std::uint8_t, std::vector<std::byte>> sides;
-  };
   std::mutex mutex;
-  std::map<std::uint64_t, exchange_messages> arrived;
+  bool open = false; ///< an exchange is open: its messages go straight into `ghosts`
+  std::uint64_t exchange = 0;
+  halo_ghosts ghosts{};
+  std::size_t expected = 0;
+  std::size_t arrived = 0;
+  std::string error;                ///< a message that did not fit its ghosts (thrown by await)
+  std::vector<early_message> early; ///< at most one exchange ahead (see place_message)
+  std::vector<std::vector<std::byte>> spare; ///< early messages' buffers, for reuse
   promise_base* waiter = nullptr;
-  std::uint64_t waited_exchange = 0;
-  std::size_t waited_count = 0;
   scheduler* sched = nullptr;
+
+  /// Scatters one message of the open exchange; true if it was the last. pre: mutex held.
+  bool take(std::uint8_t side, std::span<const std::byte> data) {
+    if (side >= k_halo_sides || ghosts[side].runs == 0 || data.size() != ghosts[side].bytes())
+      error = fmt::format("apgas: a halo message of {} bytes for side {}, which expects {}",
+                          data.size(), side, side < k_halo_sides ? ghosts[side].bytes() : 0);
+    else scatter(ghosts[side], data);
+    return ++arrived == expected;
+  }
+
+  /// A message that arrived: into the ghosts if its exchange is open, else kept (a neighbour
+  /// cannot be more than one exchange ahead: it waits for this place's message of the
+  /// exchange it is in, sent once that exchange opened here). Wakes the waiter if it
+  /// completes the exchange.
+  void place_message(std::uint64_t e, std::uint8_t side, std::span<const std::byte> data) {
+    promise_base* wake = nullptr;
+    scheduler* wake_on = nullptr;
+    {
+      const std::lock_guard guard(mutex);
+      if (!open || e != exchange) {
+        early_message m{e, side, {}};
+        if (!spare.empty()) {
+          m.bytes = std::move(spare.back());
+          spare.pop_back();
+        }
+        m.bytes.assign(data.begin(), data.end());
+        early.push_back(std::move(m));
+        return;
+      }
+      if (!take(side, data)) return;
+      open = false;
+      wake = std::exchange(waiter, nullptr);
+      wake_on = sched;
+    }
+    if (wake == nullptr) return;
+    place_engine::current().expected_message_arrived();
+    wake_on->inject(as_independent(wake));
+  }
 };
 
 namespace {
@@ -50,10 +113,10 @@ public:
   void add(std::uint64_t id, const std::shared_ptr<halo_channel_state>& state) {
     const std::lock_guard guard(m_mutex);
     m_channels[id] = state;
-    // Messages that came before the channel: deliver them now.
+    // Messages that came before the channel: its exchanges take them as they open.
     if (auto it = m_early.find(id); it != m_early.end()) {
-      for (auto& [exchange, side, bytes] : it->second)
-        deliver(*state, exchange, side, std::move(bytes));
+      const std::lock_guard channel(state->mutex);
+      for (early_message& m : it->second) state->early.push_back(std::move(m));
       m_early.erase(it);
     }
   }
@@ -63,32 +126,15 @@ public:
   }
 
   void send(place_id to, std::uint64_t id, std::uint8_t side, std::uint64_t exchange,
-            std::span<const std::byte> data) {
+            const halo_region& from) {
     thread_local std::vector<std::byte> bytes;
     start_framed(bytes, m_kind, id, exchange, side);
-    bytes.insert(bytes.end(), data.begin(), data.end());
+    bytes.reserve(bytes.size() + from.bytes());
+    // Gathered straight into the message: its one copy on this side.
+    const std::byte* run = from.first;
+    for (std::size_t r = 0; r < from.runs; ++r, run += from.stride)
+      bytes.insert(bytes.end(), run, run + from.run_bytes);
     m_engine.net().send_now_framed(to, bytes);
-  }
-
-  /// Adds a message to `state`; wakes its waiter if that completes its exchange.
-  static void deliver(halo_channel_state& state, std::uint64_t exchange, std::uint8_t side,
-                      std::vector<std::byte> bytes) {
-    promise_base* wake = nullptr;
-    scheduler* sched = nullptr;
-    {
-      const std::lock_guard guard(state.mutex);
-      auto& e = state.arrived[exchange];
-      e.sides[side] = std::move(bytes);
-      ++e.count;
-      if (state.waiter != nullptr && state.waited_exchange == exchange &&
-          e.count >= state.waited_count) {
-        wake = std::exchange(state.waiter, nullptr);
-        sched = state.sched;
-      }
-    }
-    if (wake == nullptr) return;
-    place_engine::current().expected_message_arrived();
-    sched->inject(as_independent(wake));
   }
 
 private:
@@ -103,21 +149,20 @@ private:
       const std::lock_guard guard(m_mutex);
       auto it = m_channels.find(id);
       if (it == m_channels.end()) {
-        m_early[id].emplace_back(exchange, side, std::vector<std::byte>(data.begin(), data.end()));
+        m_early[id].push_back(
+            early_message{exchange, side, std::vector<std::byte>(data.begin(), data.end())});
         return;
       }
       state = it->second;
     }
-    deliver(*state, exchange, side, std::vector<std::byte>(data.begin(), data.end()));
+    state->place_message(exchange, side, data);
   }
 
   place_engine& m_engine;
   message_kind m_kind;
   std::mutex m_mutex;
   std::map<std::uint64_t, std::shared_ptr<halo_channel_state>> m_channels;
-  std::map<std::uint64_t,
-           std::vector<std::tuple<std::uint64_t, std::uint8_t, std::vector<std::byte>>>>
-      m_early;
+  std::map<std::uint64_t, std::vector<early_message>> m_early;
 };
 
 } // namespace
@@ -135,28 +180,41 @@ halo_channel::~halo_channel() {
     if (halo_module* m = engine->find_module<halo_module>()) m->remove(m_id);
 }
 
+void halo_channel::open(std::uint64_t exchange, const halo_ghosts& ghosts) {
+  halo_channel_state& s = *m_state;
+  const std::lock_guard guard(s.mutex);
+  s.exchange = exchange;
+  s.ghosts = ghosts;
+  s.expected = 0;
+  for (const halo_region& g : ghosts) s.expected += g.runs != 0 ? 1 : 0;
+  s.arrived = 0;
+  // The early messages of this exchange, in place now; those of the next one stay.
+  std::size_t kept = 0;
+  for (early_message& m : s.early) {
+    if (m.exchange != exchange) {
+      s.early[kept++] = std::move(m);
+      continue;
+    }
+    s.take(m.side, m.bytes);
+    s.spare.push_back(std::move(m.bytes));
+  }
+  s.early.resize(kept);
+  s.open = s.arrived < s.expected;
+}
+
 void halo_channel::send(place_id to, std::uint8_t side, std::uint64_t exchange,
-                        std::span<const std::byte> data) {
-  halo_module::current().send(to, m_id, side, exchange, data);
-}
-
-std::span<const std::byte> halo_channel::received(std::uint64_t exchange, std::uint8_t side) const {
-  const std::lock_guard guard(m_state->mutex);
-  auto e = m_state->arrived.find(exchange);
-  if (e == m_state->arrived.end()) return {};
-  auto s = e->second.sides.find(side);
-  return s == e->second.sides.end() ? std::span<const std::byte>() : std::span(s->second);
-}
-
-void halo_channel::release(std::uint64_t exchange) {
-  const std::lock_guard guard(m_state->mutex);
-  m_state->arrived.erase(exchange);
+                        const halo_region& boundary) {
+  halo_module::current().send(to, m_id, side, exchange, boundary);
 }
 
 bool halo_channel::arrivals_awaiter::await_ready() {
   const std::lock_guard guard(m_state.mutex);
-  auto e = m_state.arrived.find(m_exchange);
-  return m_count == 0 || (e != m_state.arrived.end() && e->second.count >= m_count);
+  return !m_state.open;
+}
+
+void halo_channel::arrivals_awaiter::await_resume() const {
+  const std::lock_guard guard(m_state.mutex);
+  if (!m_state.error.empty()) throw std::logic_error(std::exchange(m_state.error, {}));
 }
 
 std::coroutine_handle<> halo_channel::arrivals_awaiter::suspend(promise_base& activity) {
@@ -166,12 +224,9 @@ std::coroutine_handle<> halo_channel::arrivals_awaiter::suspend(promise_base& ac
   bool ready = false;
   {
     const std::lock_guard guard(m_state.mutex);
-    auto e = m_state.arrived.find(m_exchange);
-    ready = e != m_state.arrived.end() && e->second.count >= m_count;
+    ready = !m_state.open;
     if (!ready) {
       m_state.waiter = &activity;
-      m_state.waited_exchange = m_exchange;
-      m_state.waited_count = m_count;
       m_state.sched = &w.sched();
     }
   }

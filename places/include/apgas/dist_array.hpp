@@ -2,8 +2,9 @@
 /// over the places of a team, each place holding its part contiguously.
 ///
 ///     apgas::team all = apgas::team::world();
-///     auto a = co_await apgas::dist_array<double>::make(all, apgas::distribution::block(n,
-///     all.size()), 1); for (double& x : a.local()) x = 1;                   // this place's part
+///     auto d = apgas::distribution::block(n, all.size());
+///     auto a = co_await apgas::dist_array<double>::make(all, d, 1); // 1 ghost cell a side
+///     for (double& x : a.local()) x = 1;                   // this place's part
 ///     co_await a.exchange_halo();                          // one message per neighbour
 ///     double left = a.ghosts_left()[0];                    // the left neighbour's last cell
 ///     double x = co_await a.get(12345);                    // any element, from anywhere
@@ -12,6 +13,7 @@
 ///     auto g = co_await apgas::dist_array_2d<double>::make(all, apgas::distribution_2d::block(
 ///         rows, cols, grid_rows, grid_cols), 1);            // 2D, a grid of parts
 ///     g(i, j) = ...;                                        // local indices, ghosts at -1 and n
+///     co_await g.get(i, 0, std::span(row));                 // a run of global row i
 ///
 /// Making one is collective over its team (every member calls make, in the same order as its
 /// other collectives): each member allocates its part (value-initialised, registered for
@@ -28,9 +30,9 @@
 #include "apgas/global_ptr.hpp"
 #include "apgas/team.hpp"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -141,25 +143,19 @@ public:
     if (m_ghosts == 0) co_return;
     detail::array_parts<T>& p = *m_parts;
     const std::uint64_t e = p.exchanges++;
-    const place_id n = p.members.size();
-    const std::size_t bytes = m_ghosts * sizeof(T);
     std::span<T> mine = local();
     if (mine.size() < m_ghosts)
       throw std::logic_error("apgas: a part smaller than its ghost region");
-    std::size_t expected = 0;
-    // side 0: the receiver's left ghosts; side 1: its right ghosts.
-    if (m_rank > 0) {
-      p.halo->send(p.members.place(m_rank - 1), 1, e, std::as_bytes(mine.first(m_ghosts)));
-      ++expected;
-    }
-    if (m_rank + 1 < n) {
-      p.halo->send(p.members.place(m_rank + 1), 0, e, std::as_bytes(mine.last(m_ghosts)));
-      ++expected;
-    }
-    co_await p.halo->arrivals(e, expected);
-    if (m_rank > 0) std::memcpy(ghosts_left().data(), p.halo->received(e, 0).data(), bytes);
-    if (m_rank + 1 < n) std::memcpy(ghosts_right().data(), p.halo->received(e, 1).data(), bytes);
-    p.halo->release(e);
+    const bool left = m_rank > 0, right = m_rank + 1 < p.members.size();
+    // Sides: 0 the left ghosts, 1 the right ones. Open before sending: a neighbour's answer
+    // may come at once.
+    detail::halo_ghosts ghosts{};
+    if (left) ghosts[0] = region(ghosts_left());
+    if (right) ghosts[1] = region(ghosts_right());
+    p.halo->open(e, ghosts);
+    if (left) p.halo->send(p.members.place(m_rank - 1), 1, e, region(mine.first(m_ghosts)));
+    if (right) p.halo->send(p.members.place(m_rank + 1), 0, e, region(mine.last(m_ghosts)));
+    co_await p.halo->arrivals();
   }
 
   /// @brief Collective: `op` over every element of the array (init: op's identity).
@@ -172,6 +168,9 @@ public:
 
 private:
   dist_array() = default;
+  static detail::halo_region region(std::span<T> cells) noexcept {
+    return {reinterpret_cast<std::byte*>(cells.data()), cells.size_bytes(), 0, 1};
+  }
   global_ptr<T> ptr(std::size_t global) const {
     if (global >= m_dist.size()) throw std::out_of_range("apgas: a dist_array index past its end");
     const place_id rank = m_dist.owner(global);
@@ -259,6 +258,23 @@ public:
   APGAS_AWAIT_IT detail::rput_value_awaiter<T> put(std::size_t i, std::size_t j, const T& value) {
     return rput(ptr(i, j), value);
   }
+  /// @brief Elements (i, j) .. (i, j + out.size() - 1) of global row i, from their owners (one
+  /// rget per owner's run of them).
+  APGAS_AWAIT_IT task<> get(std::size_t i, std::size_t j, std::span<T> out) const {
+    for (std::size_t k = 0; k < out.size();) {
+      const std::size_t n = run_length(i, j + k, out.size() - k);
+      co_await rget(ptr(i, j + k), out.subspan(k, n));
+      k += n;
+    }
+  }
+  /// @brief Writes `values` at (i, j) .. (i, j + values.size() - 1) of global row i.
+  APGAS_AWAIT_IT task<> put(std::size_t i, std::size_t j, std::span<const T> values) {
+    for (std::size_t k = 0; k < values.size();) {
+      const std::size_t n = run_length(i, j + k, values.size() - k);
+      co_await rput(ptr(i, j + k), values.subspan(k, n));
+      k += n;
+    }
+  }
 
   /// @brief Collective: fills the ghost rows and columns with the neighbours' boundaries (one
   /// message to each of the up to four neighbours; no corners).
@@ -266,64 +282,31 @@ public:
     if (m_ghosts == 0) co_return;
     detail::array_parts<T>& p = *m_parts;
     const std::uint64_t e = p.exchanges++;
-    const std::uint32_t gr = m_dist.grid_row(m_rank), gc = m_dist.grid_col(m_rank);
-    const std::uint32_t grid_rows = m_dist.rows.parts(), grid_cols = m_dist.cols.parts();
     if (m_rows < m_ghosts || m_cols < m_ghosts)
       throw std::logic_error("apgas: a part smaller than its ghost region");
+    const std::uint32_t gr = m_dist.grid_row(m_rank), gc = m_dist.grid_col(m_rank);
     const auto g = static_cast<std::ptrdiff_t>(m_ghosts);
     const auto rows = static_cast<std::ptrdiff_t>(m_rows);
     const auto cols = static_cast<std::ptrdiff_t>(m_cols);
-    // Sides at the receiver: 0 above, 1 below, 2 left, 3 right.
-    struct neighbour {
-      bool exists;
-      place_id rank;
-      std::uint8_t their_side; ///< where our boundary goes there
-      std::uint8_t my_side;    ///< where theirs goes here
-    };
-    const neighbour up{gr > 0, m_rank - grid_cols, 1, 0};
-    const neighbour down{gr + 1 < grid_rows, m_rank + grid_cols, 0, 1};
-    const neighbour left{gc > 0, m_rank - 1, 3, 2};
-    const neighbour right{gc + 1 < grid_cols, m_rank + 1, 2, 3};
-    std::size_t expected = 0;
-    std::vector<T> packed;
-    const auto send_rows = [&](const neighbour& n, std::ptrdiff_t first) {
-      if (!n.exists) return;
-      packed.clear();
-      for (std::ptrdiff_t i = first; i < first + g; ++i)
-        packed.insert(packed.end(), cell(i, 0), cell(i, 0) + m_cols);
-      p.halo->send(p.members.place(n.rank), n.their_side, e, std::as_bytes(std::span(packed)));
-      ++expected;
-    };
-    const auto send_cols = [&](const neighbour& n, std::ptrdiff_t first) {
-      if (!n.exists) return;
-      packed.clear();
-      for (std::ptrdiff_t i = 0; i < rows; ++i)
-        packed.insert(packed.end(), cell(i, first), cell(i, first) + m_ghosts);
-      p.halo->send(p.members.place(n.rank), n.their_side, e, std::as_bytes(std::span(packed)));
-      ++expected;
-    };
-    send_rows(up, 0);
-    send_rows(down, rows - g);
-    send_cols(left, 0);
-    send_cols(right, cols - g);
-    co_await p.halo->arrivals(e, expected);
-    const auto take_rows = [&](const neighbour& n, std::ptrdiff_t first) {
-      if (!n.exists) return;
-      const T* from = reinterpret_cast<const T*>(p.halo->received(e, n.my_side).data());
-      for (std::ptrdiff_t i = first; i < first + g; ++i, from += m_cols)
-        std::memcpy(cell(i, 0), from, m_cols * sizeof(T));
-    };
-    const auto take_cols = [&](const neighbour& n, std::ptrdiff_t first) {
-      if (!n.exists) return;
-      const T* from = reinterpret_cast<const T*>(p.halo->received(e, n.my_side).data());
-      for (std::ptrdiff_t i = 0; i < rows; ++i, from += m_ghosts)
-        std::memcpy(cell(i, first), from, m_ghosts * sizeof(T));
-    };
-    take_rows(up, -g);
-    take_rows(down, rows);
-    take_cols(left, -g);
-    take_cols(right, cols);
-    p.halo->release(e);
+    // Sides at the receiver: 0 above, 1 below, 2 left, 3 right. The neighbour on our side k
+    // fills our ghosts[k], and our boundary[k] fills its side k ^ 1.
+    const std::array<bool, 4> exists{gr > 0, gr + 1 < m_dist.rows.parts(), gc > 0,
+                                     gc + 1 < m_dist.cols.parts()};
+    const std::array<place_id, 4> rank{m_rank - m_dist.cols.parts(), m_rank + m_dist.cols.parts(),
+                                       m_rank - 1, m_rank + 1};
+    const std::array<detail::halo_region, 4> boundary{
+        block(0, 0, g, cols), block(rows - g, 0, g, cols), block(0, 0, rows, g),
+        block(0, cols - g, rows, g)};
+    const std::array<detail::halo_region, 4> around{block(-g, 0, g, cols), block(rows, 0, g, cols),
+                                                    block(0, -g, rows, g), block(0, cols, rows, g)};
+    detail::halo_ghosts ghosts{};
+    for (std::size_t k = 0; k < 4; ++k)
+      if (exists[k]) ghosts[k] = around[k];
+    p.halo->open(e, ghosts); // before sending: a neighbour's answer may come at once
+    for (std::size_t k = 0; k < 4; ++k)
+      if (exists[k])
+        p.halo->send(p.members.place(rank[k]), static_cast<std::uint8_t>(k ^ 1), e, boundary[k]);
+    co_await p.halo->arrivals();
   }
 
   /// @brief Collective: `op` over every element of the array (init: op's identity).
@@ -344,6 +327,12 @@ private:
     return m_parts->storage.local().data() + (i + g) * static_cast<std::ptrdiff_t>(m_stride) + j +
            g;
   }
+  /// The rows x cols cells from local (i, j), as runs of bytes.
+  detail::halo_region block(std::ptrdiff_t i, std::ptrdiff_t j, std::ptrdiff_t rows,
+                            std::ptrdiff_t cols) noexcept {
+    return {reinterpret_cast<std::byte*>(cell(i, j)), static_cast<std::size_t>(cols) * sizeof(T),
+            m_stride * sizeof(T), static_cast<std::size_t>(rows)};
+  }
   global_ptr<T> ptr(std::size_t i, std::size_t j) const {
     if (i >= m_dist.rows.size() || j >= m_dist.cols.size())
       throw std::out_of_range("apgas: a dist_array_2d index past its end");
@@ -352,6 +341,17 @@ private:
     const std::size_t li = m_dist.rows.local_index(i) + m_ghosts;
     const std::size_t lj = m_dist.cols.local_index(j) + m_ghosts;
     return m_parts->bases[rank] + static_cast<std::ptrdiff_t>(li * stride + lj);
+  }
+  /// How many of the `left` elements of row i from column j are contiguous at one owner.
+  std::size_t run_length(std::size_t i, std::size_t j, std::size_t left) const {
+    if (i >= m_dist.rows.size() || j >= m_dist.cols.size() || j + left > m_dist.cols.size())
+      throw std::out_of_range("apgas: a dist_array_2d range past its row's end");
+    const std::uint32_t part = m_dist.cols.owner(j);
+    const std::size_t at = m_dist.cols.local_index(j);
+    std::size_t n = 1;
+    while (n < left && m_dist.cols.owner(j + n) == part && m_dist.cols.local_index(j + n) == at + n)
+      ++n;
+    return n;
   }
 
   distribution_2d m_dist;

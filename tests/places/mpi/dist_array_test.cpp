@@ -7,10 +7,12 @@
 #include "../../places_test_main.hpp"
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -162,6 +164,99 @@ struct halo_2d {
   }
 };
 TEST(dist_array, halo_exchange_2d_fills_ghost_rows_and_columns) { at_every_place(halo_2d{}); }
+
+struct halo_2d_wide_and_late {
+  task<> operator()() const {
+    // Two ghost cells a side, every one checked (the grid's outer ghosts stay 0, the corners
+    // are never written); place 0 comes late to every other exchange, so that its
+    // neighbours' messages arrive before its exchange opens and wait for it.
+    const team all = team::world();
+    const std::ptrdiff_t g = 2;
+    const auto grid = distribution_2d::square_grid(all.size());
+    const std::size_t rows = 7 * grid.first + 2, cols = 5 * grid.second + 3;
+    auto a = co_await dist_array_2d<long>::make(
+        all, distribution_2d::block(rows, cols, grid.first, grid.second), g);
+    const auto r = static_cast<std::ptrdiff_t>(a.local_rows());
+    const auto c = static_cast<std::ptrdiff_t>(a.local_cols());
+    const auto i0 = static_cast<std::ptrdiff_t>(a.first_row());
+    const auto j0 = static_cast<std::ptrdiff_t>(a.first_col());
+    const auto corner = [&](std::ptrdiff_t i, std::ptrdiff_t j) {
+      return (i < 0 || i >= r) && (j < 0 || j >= c);
+    };
+    for (std::ptrdiff_t i = -g; i < r + g; ++i)
+      for (std::ptrdiff_t j = -g; j < c + g; ++j)
+        if (corner(i, j)) a(i, j) = -7;
+    for (long step = 0; step < 6; ++step) {
+      a.for_each_local([step](std::size_t i, std::size_t j, long& x) { x = value_2d(i, j, step); });
+      if (apgas::here() == 0 && step % 2 == 1)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      co_await a.exchange_halo();
+      for (std::ptrdiff_t i = -g; i < r + g; ++i)
+        for (std::ptrdiff_t j = -g; j < c + g; ++j) {
+          if (i >= 0 && i < r && j >= 0 && j < c) continue; // the part itself
+          const std::ptrdiff_t gi = i0 + i, gj = j0 + j;
+          const bool inside = gi >= 0 && gi < static_cast<std::ptrdiff_t>(rows) && gj >= 0 &&
+                              gj < static_cast<std::ptrdiff_t>(cols);
+          const long expect =
+              corner(i, j) ? -7
+              : inside ? value_2d(static_cast<std::size_t>(gi), static_cast<std::size_t>(gj), step)
+                       : 0;
+          check(a(i, j) == expect, "a ghost cell two wide, step " + std::to_string(step));
+        }
+    }
+    co_await all.barrier();
+  }
+};
+TEST(dist_array, halo_exchange_2d_two_wide_with_a_late_place) {
+  at_every_place(halo_2d_wide_and_late{});
+}
+
+struct rows_2d {
+  task<> operator()() const {
+    // Runs of a row from every place, over column distributions that split a row among
+    // several owners in one run (block) and in many (block-cyclic).
+    const team all = team::world();
+    const auto grid = distribution_2d::square_grid(all.size());
+    const std::size_t rows = 5 * grid.first + 1, cols = 7 * grid.second + 3;
+    for (const distribution_2d d :
+         {distribution_2d::block(rows, cols, grid.first, grid.second),
+          distribution_2d{distribution::block(rows, grid.first),
+                          distribution::block_cyclic(cols, grid.second, 2)}}) {
+      auto a = co_await dist_array_2d<long>::make(all, d);
+      a.for_each_local([](std::size_t i, std::size_t j, long& x) { x = value_2d(i, j, 0); });
+      co_await all.barrier(); // every part written
+      std::vector<long> row(cols);
+      for (std::size_t i = 0; i < rows; ++i) {
+        co_await a.get(i, 0, std::span<long>(row));
+        for (std::size_t j = 0; j < cols; ++j) check(row[j] == value_2d(i, j, 0), "2D row get");
+      }
+      std::vector<long> middle(cols - 2);
+      co_await a.get(rows / 2, 1, std::span<long>(middle));
+      for (std::size_t j = 0; j < middle.size(); ++j)
+        check(middle[j] == value_2d(rows / 2, j + 1, 0), "2D get of a run inside a row");
+      co_await all.barrier(); // every read done before anyone writes
+      // Each place writes the rows i with i % places == here, from column 1, negated.
+      for (std::size_t i = apgas::here(); i < rows; i += all.size()) {
+        for (std::size_t j = 0; j < middle.size(); ++j) middle[j] = -value_2d(i, j + 1, 0);
+        co_await a.put(i, 1, std::span<const long>(middle));
+      }
+      co_await all.barrier();
+      a.for_each_local([cols](std::size_t i, std::size_t j, long& x) {
+        const bool written = j >= 1 && j + 1 < cols;
+        check(x == (written ? -1 : 1) * value_2d(i, j, 0), "2D row put");
+      });
+      bool threw = false;
+      try {
+        co_await a.get(0, cols - 2, std::span<long>(row).first(3));
+      } catch (const std::out_of_range&) {
+        threw = true;
+      }
+      check(threw, "a run past its row's end is refused");
+      co_await all.barrier(); // nobody reads the array after it is gone
+    }
+  }
+};
+TEST(dist_array, runs_of_a_2d_row_are_reached_from_everywhere) { at_every_place(rows_2d{}); }
 
 struct two_arrays_interleaved {
   task<> operator()() const {
