@@ -1,5 +1,5 @@
 // The termination argument of GLB's lifeline protocol, checked on its discrete-event model
-// (bench/glb/lifeline_model.hpp) under random message delays that reorder messages, with work
+// (models/lifeline_model.hpp) under random message delays that reorder messages, with work
 // that appears late, work that starts anywhere, and every batch size from one item. A full GLB
 // run of several places needs one runtime per process (the multi-place tests run it under
 // mpiexec); the model runs the protocol's state machine, as the library has it, at every place

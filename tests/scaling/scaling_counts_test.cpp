@@ -1,5 +1,5 @@
 // Real places against the simulation of docs/scaling.md: the workloads of
-// bench/scaling/protocol_model.hpp (a finish with one activity at every place, for_each_place,
+// models/protocol_model.hpp (a finish with one activity at every place, for_each_place,
 // at_each_place, a clock phase with a registrant at every place) run on 1, 2 and 4 places, and
 // every place's counts of what it sent, per kind of message, must be the ones the model gives
 // for the same places and options (--tree-arity, --clock-all-to-all-places). Every place runs
