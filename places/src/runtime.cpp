@@ -9,9 +9,10 @@
 
 #include "build_identity.hpp"
 #include "exit_reports.hpp"
+#include "mpi_process.hpp"
+#include "mpi_transport.hpp"
 #include "run_protocol.hpp"
-#include "transport_mpi.hpp"
-#include "transport_single.hpp"
+#include "single_place_transport.hpp"
 #include <fmt/format.h>
 #include <unistd.h>
 

@@ -11,7 +11,7 @@
 #include <apgas/detail/place_modules.hpp>
 #include <apgas/detail/scheduler.hpp>
 
-#include "transport_fake.hpp"
+#include "fake_transport.hpp"
 #include <gtest/gtest.h>
 
 #include <array>

@@ -5,7 +5,7 @@
 #include "apgas/detail/place_engine.hpp"
 #include "apgas/detail/scheduler.hpp"
 
-#include "transport_fake.hpp"
+#include "fake_transport.hpp"
 #include <gtest/gtest.h>
 
 #include <cstdint>

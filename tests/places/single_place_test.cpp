@@ -4,7 +4,7 @@
 #include <apgas/detail/place_engine.hpp>
 #include <apgas/detail/place_modules.hpp>
 
-#include "transport_single.hpp"
+#include "single_place_transport.hpp"
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -4,7 +4,7 @@
 #include "apgas/detail/transport.hpp"
 
 #include "coalescer.hpp"
-#include "transport_fake.hpp"
+#include "fake_transport.hpp"
 #include <gtest/gtest.h>
 
 #include <array>
