@@ -8,7 +8,7 @@
 #include "apgas/message_counts.hpp"
 
 #include "build_identity.hpp"
-#include "exit_reports.hpp"
+#include "fatal_exits.hpp"
 #include "mpi_process.hpp"
 #include "mpi_transport.hpp"
 #include "run_protocol.hpp"
@@ -132,7 +132,7 @@ void runtime::start(const options& opts, int* argc, char*** argv) {
     m_mpi.reset(); // every place finalizes: mpiexec then reports exit codes, not a crash
     std::exit(1);
   }
-  m_exit_reports = std::make_unique<detail::exit_reports>(net->here());
+  m_fatal_exit_handlers = std::make_unique<detail::fatal_exit_handlers>(net->here());
   m_local = std::make_unique<local_runtime>(opts);
   m_engine = std::make_unique<detail::place_engine>(m_local->sched(), std::move(net));
   const detail::place_modules modules = detail::add_place_modules(*m_engine, opts);
@@ -176,7 +176,7 @@ runtime::~runtime() {
   detail::place_engine::set_current(nullptr);
   m_engine.reset();
   m_mpi.reset();
-  m_exit_reports.reset();
+  m_fatal_exit_handlers.reset();
 }
 
 void runtime::end_run(std::span<const std::byte> value) { m_runs->announce_run_end(true, value); }
