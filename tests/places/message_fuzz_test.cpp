@@ -1,13 +1,13 @@
 // Damaged messages against every message handler of a place (no MPI): messages of each kind,
 // well-formed first, then truncated, with bits flipped, with fields replaced by random values,
-// and wholly random, are handed to the engine as a poll would. Each must be handled or refused
-// with an exception (which the engine turns into a clear end of the job), never read out of
+// and wholly random, are handed to the dispatcher as a poll would. Each must be handled or refused
+// with an exception (which the dispatcher turns into a clear end of the job), never read out of
 // bounds, crash or jump to code that is not a registered entry point. Run under ASan and UBSan
 // by the sanitizer preset. Deterministic (seeded) and bounded in time for CI.
 #include <apgas/apgas.hpp>
 #include <apgas/detail/exception_codec.hpp>
+#include <apgas/detail/message_dispatcher.hpp>
 #include <apgas/detail/message_format.hpp>
-#include <apgas/detail/place_engine.hpp>
 #include <apgas/detail/place_modules.hpp>
 #include <apgas/detail/scheduler.hpp>
 
@@ -32,7 +32,7 @@ using namespace apgas::detail;
 
 std::atomic<long> g_ran{0}; // what the registered remote functions below did
 
-/// A transport that is one endpoint of a fake network (the engine owns its transport).
+/// A transport that is one endpoint of a fake network (the dispatcher owns its transport).
 class endpoint_transport final : public transport {
 public:
   explicit endpoint_transport(transport& endpoint) : m_ep(endpoint) {}
@@ -68,9 +68,9 @@ apgas::options one_worker() {
 /// message handler (the scheduler never polls: it has no network).
 struct fuzzed_place {
   fuzzed_place() {
-    engine = std::make_unique<place_engine>(
+    dispatcher = std::make_unique<message_dispatcher>(
         sched, std::make_unique<endpoint_transport>(network.endpoint(1)));
-    modules = add_place_modules(*engine, sched.opts());
+    modules = add_place_modules(*dispatcher, sched.opts());
     active_messages::set_current(modules.messages);
   }
   ~fuzzed_place() {
@@ -84,11 +84,11 @@ struct fuzzed_place {
     // modules free them; its going to sleep alone does not.
     sched.stop();
     active_messages::set_current(nullptr);
-    engine.reset();
+    dispatcher.reset();
   }
   fake_network network{3};
   scheduler sched{one_worker()};
-  std::unique_ptr<place_engine> engine;
+  std::unique_ptr<message_dispatcher> dispatcher;
   place_modules modules{};
 };
 
@@ -125,7 +125,7 @@ std::int64_t batch_entry() {
   return code_offset(reinterpret_cast<const void*>(fn));
 }
 
-std::vector<sample> samples(const place_engine& engine) {
+std::vector<sample> samples(const message_dispatcher& dispatcher) {
   std::vector<sample> s;
   const std::int64_t plain = plain_entry();
   const place_id home = 0;
@@ -179,12 +179,12 @@ std::vector<sample> samples(const place_engine& engine) {
   {
     std::vector<std::byte> down;
     apgas::byte_writer w(down);
-    apgas::serialize_all(w, place_id{0}, engine.kind_named("finish cleanup"),
+    apgas::serialize_all(w, place_id{0}, dispatcher.kind_named("finish cleanup"),
                          std::vector<place_id>{1});
     w.write_bytes(packed(home, serial).data(), 12);
     s.push_back({"tree down", down});
     std::vector<std::byte> up =
-        packed(std::uint32_t{1}, place_id{0}, engine.kind_named("finish ask"), place_id{2},
+        packed(std::uint32_t{1}, place_id{0}, dispatcher.kind_named("finish ask"), place_id{2},
                std::uint32_t{12});
     const auto id = packed(home, serial);
     up.insert(up.end(), id.begin(), id.end());
@@ -197,24 +197,24 @@ std::vector<sample> samples(const place_engine& engine) {
 void deliver(fuzzed_place& p, apgas::detail::message_kind kind, std::span<const std::byte> body,
              long& refused) {
   try {
-    p.engine->handle(0, kind, body);
-    p.engine->end_delivery(); // as the end of a poll's deliveries does
+    p.dispatcher->handle(0, kind, body);
+    p.dispatcher->end_delivery(); // as the end of a poll's deliveries does
   } catch (const std::exception&) {
     ++refused;
-    p.engine->end_delivery();
+    p.dispatcher->end_delivery();
   }
 }
 
 TEST(message_fuzz, damaged_messages_are_handled_or_refused_never_crash) {
   fuzzed_place p;
   std::mt19937_64 rng(20261125);
-  const auto all = samples(*p.engine);
+  const auto all = samples(*p.dispatcher);
   long delivered = 0;
   long refused = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   for (int round = 0; round < 4000 && std::chrono::steady_clock::now() < deadline; ++round) {
     for (const sample& s : all) {
-      const message_kind kind = p.engine->kind_named(s.kind);
+      const message_kind kind = p.dispatcher->kind_named(s.kind);
       ASSERT_NE(kind, 0) << s.kind;
       std::vector<std::byte> body = s.body;
       switch (rng() % 5) {
@@ -256,8 +256,8 @@ TEST(message_fuzz, a_code_offset_that_names_no_entry_point_is_refused) {
   const std::int64_t stray = code_offset(reinterpret_cast<const void*>(&code_anchor));
   long refused = 0;
   const auto body = packed(place_id{0}, std::uint64_t{7}, stray, std::int64_t{5});
-  deliver(p, p.engine->kind_named("plain async"), body, refused);
-  deliver(p, p.engine->kind_named("rpc"), packed(stray, std::uint64_t{1}), refused);
+  deliver(p, p.dispatcher->kind_named("plain async"), body, refused);
+  deliver(p, p.dispatcher->kind_named("rpc"), packed(stray, std::uint64_t{1}), refused);
   EXPECT_EQ(refused, 2);
 }
 
@@ -265,7 +265,7 @@ TEST(message_fuzz, a_reply_to_no_waiting_request_is_refused) {
   fuzzed_place p;
   long refused = 0;
   for (std::uint64_t token : {std::uint64_t{0}, std::uint64_t{1} << 32, ~std::uint64_t{0}})
-    deliver(p, p.engine->kind_named("reply"), packed(token, std::uint8_t{1}), refused);
+    deliver(p, p.dispatcher->kind_named("reply"), packed(token, std::uint8_t{1}), refused);
   EXPECT_EQ(refused, 3);
 }
 

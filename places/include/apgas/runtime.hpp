@@ -27,7 +27,7 @@ namespace apgas {
 
 namespace detail {
 class fatal_exit_handlers;
-class place_engine;
+class message_dispatcher;
 class run_protocol;
 } // namespace detail
 
@@ -158,8 +158,8 @@ private:
   std::unique_ptr<detail::fatal_exit_handlers> m_fatal_exit_handlers;
   std::unique_ptr<mpi_session> m_mpi;     ///< MPI_Init .. MPI_Finalize, if launched
   std::unique_ptr<local_runtime> m_local; ///< the workers of this place
-  /// The place's message engine and its protocol modules (owned by the engine).
-  std::unique_ptr<detail::place_engine> m_engine;
+  /// The place's message dispatcher and its protocol modules (owned by the dispatcher).
+  std::unique_ptr<detail::message_dispatcher> m_dispatcher;
   detail::run_protocol* m_runs = nullptr;
 };
 

@@ -36,7 +36,7 @@ struct tree_counters {
 /// @brief The tree messaging module of a place. Thread-safety: any thread.
 class tree_messaging final : public protocol_module {
 public:
-  explicit tree_messaging(place_engine& engine);
+  explicit tree_messaging(message_dispatcher& dispatcher);
 
   /// @brief The tree rooted at `root` over this run's places.
   place_tree tree(place_id root) const noexcept { return place_tree(root, m_places, m_arity); }
@@ -58,7 +58,7 @@ private:
                  const std::vector<place_id>& targets, std::span<const std::byte> payload);
   void deliver(place_id as_from, message_kind kind, std::span<const std::byte> payload);
 
-  place_engine& m_engine;
+  message_dispatcher& m_dispatcher;
   place_id m_here;
   place_id m_places;
   place_id m_arity;

@@ -1,8 +1,8 @@
-// The place engine as a dispatcher, on the in-process fake network (no MPI): a protocol module
-// adds message kinds by registering handlers, from its own file, without any change to the
-// engine; modules of other folders are created from the static registry; a kind that no module
+// The message dispatcher as a dispatcher, on the in-process fake network (no MPI): a protocol
+// module adds message kinds by registering handlers, from its own file, without any change to the
+// dispatcher; modules of other folders are created from the static registry; a kind that no module
 // registered is an error that names it and its sender.
-#include "apgas/detail/place_engine.hpp"
+#include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/detail/scheduler.hpp"
 
 #include "fake_transport.hpp"
@@ -19,7 +19,7 @@ namespace {
 
 using namespace apgas::detail;
 
-/// A transport that is one endpoint of a fake network (the engine owns its transport; the
+/// A transport that is one endpoint of a fake network (the dispatcher owns its transport; the
 /// network owns the endpoints).
 class endpoint_transport final : public transport {
 public:
@@ -53,13 +53,14 @@ apgas::options one_worker() {
 }
 
 /// A protocol of its own: `ping n` asks the receiver to answer `pong n+1`; the sender counts
-/// pongs and remembers the last value. Its two kinds are whatever the engine gives it.
+/// pongs and remembers the last value. Its two kinds are whatever the dispatcher gives it.
 class ping_module final : public protocol_module {
 public:
-  explicit ping_module(place_engine& engine)
-      : m_engine(engine), m_ping(engine.add_handler<&ping_module::on_ping>(*this, "test ping")),
-        m_pong(engine.add_handler<&ping_module::on_pong>(*this, "test pong")) {
-    engine.after_each_delivery<&ping_module::on_delivery_end>(*this);
+  explicit ping_module(message_dispatcher& dispatcher)
+      : m_dispatcher(dispatcher),
+        m_ping(dispatcher.add_handler<&ping_module::on_ping>(*this, "test ping")),
+        m_pong(dispatcher.add_handler<&ping_module::on_pong>(*this, "test pong")) {
+    dispatcher.after_each_delivery<&ping_module::on_delivery_end>(*this);
   }
   void ping(place_id to, std::uint64_t n) { send(to, m_ping, n); }
   message_kind ping_kind() const { return m_ping; }
@@ -71,8 +72,8 @@ public:
 private:
   void send(place_id to, message_kind kind, std::uint64_t n) {
     const auto bytes = pack_head(kind, n);
-    m_engine.net().send(to, bytes);
-    m_engine.net().flush();
+    m_dispatcher.net().send(to, bytes);
+    m_dispatcher.net().flush();
   }
   static std::uint64_t value(std::span<const std::byte> body) {
     std::uint64_t n = 0;
@@ -90,7 +91,7 @@ private:
   }
   void on_delivery_end() noexcept { ++deliveries; }
 
-  place_engine& m_engine;
+  message_dispatcher& m_dispatcher;
   message_kind m_ping;
   message_kind m_pong;
 };
@@ -98,8 +99,8 @@ private:
 /// A module of "another folder": registered statically, created by add_registered_modules.
 class registered_echo final : public protocol_module {
 public:
-  explicit registered_echo(place_engine& engine)
-      : m_kind(engine.add_handler<&registered_echo::on_echo>(*this, "test echo")) {}
+  explicit registered_echo(message_dispatcher& dispatcher)
+      : m_kind(dispatcher.add_handler<&registered_echo::on_echo>(*this, "test echo")) {}
   message_kind kind() const { return m_kind; }
   std::vector<std::byte> heard;
 
@@ -110,31 +111,32 @@ private:
   message_kind m_kind;
 };
 
-APGAS_REGISTER_PROTOCOL_MODULE(test_registered_echo,
-                               [](place_engine& engine) { engine.add_module<registered_echo>(); });
+APGAS_REGISTER_PROTOCOL_MODULE(test_registered_echo, [](message_dispatcher& dispatcher) {
+  dispatcher.add_module<registered_echo>();
+});
 
-/// N places in one process: a fake network, and per place a scheduler and an engine over its
+/// N places in one process: a fake network, and per place a scheduler and an dispatcher over its
 /// endpoint. The test drives every delivery itself (poll_all), on its own thread.
 struct places_in_process {
   explicit places_in_process(std::size_t n) : network(n) {
     for (place_id p = 0; p < n; ++p) {
       schedulers.push_back(std::make_unique<scheduler>(one_worker()));
-      engines.push_back(std::make_unique<place_engine>(
+      dispatchers.push_back(std::make_unique<message_dispatcher>(
           *schedulers.back(), std::make_unique<endpoint_transport>(network.endpoint(p))));
     }
   }
   ~places_in_process() {
-    engines.clear(); // before the schedulers whose counters they use
+    dispatchers.clear(); // before the schedulers whose counters they use
   }
   fake_network network;
   std::vector<std::unique_ptr<scheduler>> schedulers;
-  std::vector<std::unique_ptr<place_engine>> engines;
+  std::vector<std::unique_ptr<message_dispatcher>> dispatchers;
 };
 
-TEST(place_engine, a_module_adds_message_kinds_by_registering_handlers) {
+TEST(message_dispatcher, a_module_adds_message_kinds_by_registering_handlers) {
   places_in_process net(3);
   std::vector<ping_module*> pings;
-  for (auto& e : net.engines) pings.push_back(&e->add_module<ping_module>());
+  for (auto& e : net.dispatchers) pings.push_back(&e->add_module<ping_module>());
   // The same registrations in the same order give every place the same kinds.
   EXPECT_EQ(pings[0]->ping_kind(), pings[1]->ping_kind());
   EXPECT_EQ(pings[0]->ping_kind(), pings[2]->ping_kind());
@@ -147,34 +149,36 @@ TEST(place_engine, a_module_adds_message_kinds_by_registering_handlers) {
   EXPECT_TRUE(pings[0]->last_pong == 42 || pings[0]->last_pong == 100);
   EXPECT_GT(pings[1]->deliveries, 0) << "the module's after-delivery hook did not run";
   EXPECT_EQ(pings[1]->pongs, 0);
-  EXPECT_EQ(net.engines[1]->find_module<ping_module>(), pings[1]);
+  EXPECT_EQ(net.dispatchers[1]->find_module<ping_module>(), pings[1]);
 }
 
-TEST(place_engine, registered_modules_of_other_folders_are_created_at_every_place) {
+TEST(message_dispatcher, registered_modules_of_other_folders_are_created_at_every_place) {
   places_in_process net(2);
-  for (auto& e : net.engines) e->add_registered_modules();
-  auto* echo0 = net.engines[0]->find_module<registered_echo>();
-  auto* echo1 = net.engines[1]->find_module<registered_echo>();
+  for (auto& e : net.dispatchers) e->add_registered_modules();
+  auto* echo0 = net.dispatchers[0]->find_module<registered_echo>();
+  auto* echo1 = net.dispatchers[1]->find_module<registered_echo>();
   ASSERT_NE(echo0, nullptr);
   ASSERT_NE(echo1, nullptr);
   ASSERT_EQ(echo0->kind(), echo1->kind());
   const std::vector<std::byte> message{static_cast<std::byte>(echo0->kind()), std::byte{7},
                                        std::byte{9}};
-  net.engines[0]->net().send(1, message);
-  net.engines[0]->net().flush();
+  net.dispatchers[0]->net().send(1, message);
+  net.dispatchers[0]->net().flush();
   while (net.network.poll_all() != 0) {
   }
   EXPECT_EQ(echo1->heard, (std::vector<std::byte>{std::byte{7}, std::byte{9}}));
 }
 
-TEST(place_engine, a_kind_no_module_registered_is_an_error_naming_it_and_its_sender) {
+TEST(message_dispatcher, a_kind_no_module_registered_is_an_error_naming_it_and_its_sender) {
   places_in_process net(2);
-  net.engines[1]->add_module<ping_module>();
+  net.dispatchers[1]->add_module<ping_module>();
   const std::vector<std::byte> unknown{std::byte{200}, std::byte{1}};
-  net.engines[0]->net().send(1, unknown);
-  net.engines[0]->net().flush();
+  net.dispatchers[0]->net().send(1, unknown);
+  net.dispatchers[0]->net().flush();
   try {
-    net.engines[1]->net().poll(); // the transport's poll: the engine's own would end the job
+    net.dispatchers[1]
+        ->net()
+        .poll(); // the transport's poll: the dispatcher's own would end the job
     ADD_FAILURE() << "a message of an unregistered kind was delivered";
   } catch (const transport_error& e) {
     EXPECT_NE(std::string(e.what()).find("unknown message kind 200 from place 0"),
@@ -183,12 +187,12 @@ TEST(place_engine, a_kind_no_module_registered_is_an_error_naming_it_and_its_sen
   }
 }
 
-TEST(place_engine, kinds_run_out_with_a_clear_error) {
+TEST(message_dispatcher, kinds_run_out_with_a_clear_error) {
   places_in_process net(1);
   auto handler = [](void*, place_id, std::span<const std::byte>) {};
   int registered = 0;
   try {
-    for (;; ++registered) net.engines[0]->add_handler("filler", handler, nullptr);
+    for (;; ++registered) net.dispatchers[0]->add_handler("filler", handler, nullptr);
   } catch (const std::logic_error& e) {
     EXPECT_NE(std::string(e.what()).find("no message kind left"), std::string::npos);
   }
