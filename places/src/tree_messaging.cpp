@@ -32,8 +32,9 @@ void append_entry(std::vector<std::byte>& out, place_id root, message_kind kind,
 tree_messaging::tree_messaging(message_dispatcher& dispatcher)
     : m_dispatcher(dispatcher), m_here(dispatcher.here()), m_places(dispatcher.places()),
       m_arity(dispatcher.sched().opts().tree_arity),
-      m_kind_up(dispatcher.add_handler<&tree_messaging::on_up>(*this, "tree up")),
-      m_kind_down(dispatcher.add_handler<&tree_messaging::on_down>(*this, "tree down")) {
+      m_kind_up(dispatcher.add_handler<&tree_messaging::deliver_or_relay_up>(*this, "tree up")),
+      m_kind_down(
+          dispatcher.add_handler<&tree_messaging::deliver_and_pass_down>(*this, "tree down")) {
   dispatcher.after_each_delivery<&tree_messaging::flush_relays>(*this);
 }
 
@@ -55,7 +56,7 @@ void tree_messaging::send_up(place_id root, message_kind kind, std::span<const s
   m_dispatcher.net().send_now(tree(root).parent(m_here), bytes);
 }
 
-void tree_messaging::on_up(place_id /*from*/, std::span<const std::byte> body) {
+void tree_messaging::deliver_or_relay_up(place_id /*from*/, std::span<const std::byte> body) {
   byte_reader r(body);
   const auto count = deserialize<std::uint32_t>(r);
   for (std::uint32_t i = 0; i < count; ++i) {
@@ -141,7 +142,7 @@ void tree_messaging::multicast(place_id root, const std::vector<place_id>& targe
                             });
 }
 
-void tree_messaging::on_down(place_id /*from*/, std::span<const std::byte> body) {
+void tree_messaging::deliver_and_pass_down(place_id /*from*/, std::span<const std::byte> body) {
   byte_reader r(body);
   const auto root = deserialize<place_id>(r);
   const auto kind = deserialize<message_kind>(r);

@@ -50,8 +50,12 @@ public:
   const tree_counters& counters() const noexcept { return m_counters; }
 
 private:
-  void on_up(place_id from, std::span<const std::byte> body);
-  void on_down(place_id from, std::span<const std::byte> body);
+  /// The handler of `tree up`: hands each entry rooted here to its kind's handler and keeps
+  /// the others to relay toward their roots (flush_relays sends them).
+  void deliver_or_relay_up(place_id from, std::span<const std::byte> body);
+  /// The handler of `tree down`: passes the targets below this place on to its children, and
+  /// hands the payload to its kind's handler if this place is a target.
+  void deliver_and_pass_down(place_id from, std::span<const std::byte> body);
   /// Sends the entries relayed during a delivery, one message per next place.
   void flush_relays() noexcept;
   void send_down(place_id to, place_id root, message_kind kind,
