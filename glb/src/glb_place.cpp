@@ -21,8 +21,8 @@ place_base::place_base(std::uint64_t run, const apgas::glb::parameters& resolved
       m_places(dispatcher.places()), m_rng(0x6A09E667F3BCC909ULL ^ (run << 32) ^ dispatcher.here()),
       m_workers(dispatcher.sched().worker_count()) {
   if (m_places > 1) {
-    m_lifelines = lifelines_of(m_here, m_places, m_params.l, m_params.z);
-    m_victims = victims_of(m_here, m_places, m_params.m, m_rng);
+    m_lifelines = lifelines_of(m_here, m_places, m_params.lifeline_base, m_params.lifeline_count);
+    m_victims = victims_of(m_here, m_places, m_params.random_victims, m_rng);
   }
   m_registered.assign(m_lifelines.size(), false);
   m_stats.place = m_here;

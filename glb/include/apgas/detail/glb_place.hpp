@@ -353,7 +353,7 @@ private:
   /// Processes `bag` until it is empty, serving steal requests and feeding idle local workers
   /// between batches.
   task<> drain(Bag& bag) {
-    const std::size_t n = params().n;
+    const std::size_t n = params().items_per_batch;
     const bool remote = places() > 1;
     const bool local = workers() > 1;
     std::uint64_t idle_rounds = 0; // process() did nothing while the bag said it had work
@@ -408,7 +408,7 @@ private:
 
   /// The thief's turn: random steals, then the lifelines. @return loot, counted as working.
   task<std::optional<Bag>> steal() {
-    for (unsigned i = 0; i < params().w; ++i) {
+    for (unsigned i = 0; i < params().random_steals; ++i) {
       if (!keep_stealing()) co_return std::nullopt; // the place works again
       std::optional<std::vector<std::byte>> answer = co_await steal_from(pick_victim());
       if (answer) {
