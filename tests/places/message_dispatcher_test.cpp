@@ -1,11 +1,11 @@
-// The message dispatcher as a dispatcher, on the in-process fake network (no MPI): a protocol
-// module adds message kinds by registering handlers, from its own file, without any change to the
+// The message dispatcher, on the in-process fake network (no MPI): a protocol module adds
+// message kinds by registering handlers, from its own file, without any change to the
 // dispatcher; modules of other folders are created from the static registry; a kind that no module
 // registered is an error that names it and its sender.
 #include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/detail/scheduler.hpp"
 
-#include "fake_transport.hpp"
+#include "../fake_places.hpp"
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -18,39 +18,7 @@
 namespace {
 
 using namespace apgas::detail;
-
-/// A transport that is one endpoint of a fake network (the dispatcher owns its transport; the
-/// network owns the endpoints).
-class endpoint_transport final : public transport {
-public:
-  explicit endpoint_transport(transport& endpoint) : m_ep(endpoint) {}
-  place_id here() const noexcept override { return m_ep.here(); }
-  place_id places() const noexcept override { return m_ep.places(); }
-  void send(place_id to, std::span<const std::byte> message) override { m_ep.send(to, message); }
-  void send_merged(place_id to, const merge_head& head, std::size_t body_size,
-                   message_writer write_body, const void* context) override {
-    m_ep.send_merged(to, head, body_size, write_body, context);
-  }
-  void flush() override { m_ep.flush(); }
-  std::size_t poll() override { return m_ep.poll(); }
-  void set_handler(handler h) override { m_ep.set_handler(std::move(h)); }
-  void set_batch_end_handler(batch_end_handler h) override {
-    m_ep.set_batch_end_handler(std::move(h));
-  }
-  bool quiescent() const override { return m_ep.quiescent(); }
-  transport_stats stats() const override { return m_ep.stats(); }
-  void barrier() override { m_ep.barrier(); }
-
-private:
-  transport& m_ep;
-};
-
-apgas::options one_worker() {
-  apgas::options o;
-  o.threads = 1;
-  o.pin_workers = false;
-  return o;
-}
+using apgas_test::fake_places;
 
 /// A protocol of its own: `ping n` asks the receiver to answer `pong n+1`; the sender counts
 /// pongs and remembers the last value. Its two kinds are whatever the dispatcher gives it.
@@ -115,28 +83,11 @@ APGAS_REGISTER_PROTOCOL_MODULE(test_registered_echo, [](message_dispatcher& disp
   dispatcher.add_module<registered_echo>();
 });
 
-/// N places in one process: a fake network, and per place a scheduler and an dispatcher over its
-/// endpoint. The test drives every delivery itself (poll_all), on its own thread.
-struct places_in_process {
-  explicit places_in_process(std::size_t n) : network(n) {
-    for (place_id p = 0; p < n; ++p) {
-      schedulers.push_back(std::make_unique<scheduler>(one_worker()));
-      dispatchers.push_back(std::make_unique<message_dispatcher>(
-          *schedulers.back(), std::make_unique<endpoint_transport>(network.endpoint(p))));
-    }
-  }
-  ~places_in_process() {
-    dispatchers.clear(); // before the schedulers whose counters they use
-  }
-  fake_network network;
-  std::vector<std::unique_ptr<scheduler>> schedulers;
-  std::vector<std::unique_ptr<message_dispatcher>> dispatchers;
-};
-
 TEST(message_dispatcher, a_module_adds_message_kinds_by_registering_handlers) {
-  places_in_process net(3);
+  fake_places net(3);
   std::vector<ping_module*> pings;
-  for (auto& e : net.dispatchers) pings.push_back(&e->add_module<ping_module>());
+  for (place_id p = 0; p < net.size(); ++p)
+    pings.push_back(&net.dispatcher(p).add_module<ping_module>());
   // The same registrations in the same order give every place the same kinds.
   EXPECT_EQ(pings[0]->ping_kind(), pings[1]->ping_kind());
   EXPECT_EQ(pings[0]->ping_kind(), pings[2]->ping_kind());
@@ -149,36 +100,34 @@ TEST(message_dispatcher, a_module_adds_message_kinds_by_registering_handlers) {
   EXPECT_TRUE(pings[0]->last_pong == 42 || pings[0]->last_pong == 100);
   EXPECT_GT(pings[1]->deliveries, 0) << "the module's after-delivery hook did not run";
   EXPECT_EQ(pings[1]->pongs, 0);
-  EXPECT_EQ(net.dispatchers[1]->find_module<ping_module>(), pings[1]);
+  EXPECT_EQ(net.dispatcher(1).find_module<ping_module>(), pings[1]);
 }
 
 TEST(message_dispatcher, registered_modules_of_other_folders_are_created_at_every_place) {
-  places_in_process net(2);
-  for (auto& e : net.dispatchers) e->add_registered_modules();
-  auto* echo0 = net.dispatchers[0]->find_module<registered_echo>();
-  auto* echo1 = net.dispatchers[1]->find_module<registered_echo>();
+  fake_places net(2);
+  for (place_id p = 0; p < net.size(); ++p) net.dispatcher(p).add_registered_modules();
+  auto* echo0 = net.dispatcher(0).find_module<registered_echo>();
+  auto* echo1 = net.dispatcher(1).find_module<registered_echo>();
   ASSERT_NE(echo0, nullptr);
   ASSERT_NE(echo1, nullptr);
   ASSERT_EQ(echo0->kind(), echo1->kind());
   const std::vector<std::byte> message{static_cast<std::byte>(echo0->kind()), std::byte{7},
                                        std::byte{9}};
-  net.dispatchers[0]->net().send(1, message);
-  net.dispatchers[0]->net().flush();
+  net.dispatcher(0).net().send(1, message);
+  net.dispatcher(0).net().flush();
   while (net.network.poll_all() != 0) {
   }
   EXPECT_EQ(echo1->heard, (std::vector<std::byte>{std::byte{7}, std::byte{9}}));
 }
 
 TEST(message_dispatcher, a_kind_no_module_registered_is_an_error_naming_it_and_its_sender) {
-  places_in_process net(2);
-  net.dispatchers[1]->add_module<ping_module>();
+  fake_places net(2);
+  net.dispatcher(1).add_module<ping_module>();
   const std::vector<std::byte> unknown{std::byte{200}, std::byte{1}};
-  net.dispatchers[0]->net().send(1, unknown);
-  net.dispatchers[0]->net().flush();
+  net.dispatcher(0).net().send(1, unknown);
+  net.dispatcher(0).net().flush();
   try {
-    net.dispatchers[1]
-        ->net()
-        .poll(); // the transport's poll: the dispatcher's own would end the job
+    net.dispatcher(1).net().poll(); // the transport's poll: the dispatcher's own would end the job
     ADD_FAILURE() << "a message of an unregistered kind was delivered";
   } catch (const transport_error& e) {
     EXPECT_NE(std::string(e.what()).find("unknown message kind 200 from place 0"),
@@ -188,11 +137,11 @@ TEST(message_dispatcher, a_kind_no_module_registered_is_an_error_naming_it_and_i
 }
 
 TEST(message_dispatcher, kinds_run_out_with_a_clear_error) {
-  places_in_process net(1);
+  fake_places net(1);
   auto handler = [](void*, place_id, std::span<const std::byte>) {};
   int registered = 0;
   try {
-    for (;; ++registered) net.dispatchers[0]->add_handler("filler", handler, nullptr);
+    for (;; ++registered) net.dispatcher(0).add_handler("filler", handler, nullptr);
   } catch (const std::logic_error& e) {
     EXPECT_NE(std::string(e.what()).find("no message kind left"), std::string::npos);
   }

@@ -11,7 +11,7 @@
 #include <apgas/detail/place_modules.hpp>
 #include <apgas/detail/scheduler.hpp>
 
-#include "fake_transport.hpp"
+#include "../fake_places.hpp"
 #include <gtest/gtest.h>
 
 #include <array>
@@ -32,63 +32,28 @@ using namespace apgas::detail;
 
 std::atomic<long> g_ran{0}; // what the registered remote functions below did
 
-/// A transport that is one endpoint of a fake network (the dispatcher owns its transport).
-class endpoint_transport final : public transport {
-public:
-  explicit endpoint_transport(transport& endpoint) : m_ep(endpoint) {}
-  place_id here() const noexcept override { return m_ep.here(); }
-  place_id places() const noexcept override { return m_ep.places(); }
-  void send(place_id to, std::span<const std::byte> message) override { m_ep.send(to, message); }
-  void send_merged(place_id to, const merge_head& head, std::size_t body_size,
-                   message_writer write_body, const void* context) override {
-    m_ep.send_merged(to, head, body_size, write_body, context);
-  }
-  void flush() override { m_ep.flush(); }
-  std::size_t poll() override { return m_ep.poll(); }
-  void set_handler(handler h) override { m_ep.set_handler(std::move(h)); }
-  void set_batch_end_handler(batch_end_handler h) override {
-    m_ep.set_batch_end_handler(std::move(h));
-  }
-  bool quiescent() const override { return m_ep.quiescent(); }
-  transport_stats stats() const override { return m_ep.stats(); }
-  void barrier() override { m_ep.barrier(); }
-
-private:
-  transport& m_ep;
-};
-
-apgas::options one_worker() {
-  apgas::options o;
-  o.threads = 1;
-  o.pin_workers = false;
-  return o;
-}
-
 /// Place 1 of a network of 3, with every module the runtime builds; the test thread is its only
 /// message handler (the scheduler never polls: it has no network).
 struct fuzzed_place {
   fuzzed_place() {
-    dispatcher = std::make_unique<message_dispatcher>(
-        sched, std::make_unique<endpoint_transport>(network.endpoint(1)));
-    modules = add_place_modules(*dispatcher, sched.opts());
+    modules = add_place_modules(place.dispatcher, place.sched.opts());
     active_messages::set_current(modules.messages);
   }
   ~fuzzed_place() {
     // The activities that damaged-but-valid messages started run to their end first (a
     // scheduler that stops leaves queued items behind).
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while ((sched.work_visible() || sched.parked_workers() != 1) &&
+    while ((place.sched.work_visible() || place.sched.parked_workers() != 1) &&
            std::chrono::steady_clock::now() < deadline)
       std::this_thread::yield();
     // Joining the worker orders its last strand ends (which touch the proxies) before the
-    // modules free them; its going to sleep alone does not.
-    sched.stop();
+    // modules free them (with the dispatcher); its going to sleep alone does not.
+    place.sched.stop();
     active_messages::set_current(nullptr);
-    dispatcher.reset();
   }
   fake_network network{3};
-  scheduler sched{one_worker()};
-  std::unique_ptr<message_dispatcher> dispatcher;
+  apgas_test::fake_place place{network, 1};
+  message_dispatcher& dispatcher = place.dispatcher;
   place_modules modules{};
 };
 
@@ -197,24 +162,24 @@ std::vector<sample> samples(const message_dispatcher& dispatcher) {
 void deliver(fuzzed_place& p, apgas::detail::message_kind kind, std::span<const std::byte> body,
              long& refused) {
   try {
-    p.dispatcher->handle(0, kind, body);
-    p.dispatcher->end_delivery(); // as the end of a poll's deliveries does
+    p.dispatcher.handle(0, kind, body);
+    p.dispatcher.end_delivery(); // as the end of a poll's deliveries does
   } catch (const std::exception&) {
     ++refused;
-    p.dispatcher->end_delivery();
+    p.dispatcher.end_delivery();
   }
 }
 
 TEST(message_fuzz, damaged_messages_are_handled_or_refused_never_crash) {
   fuzzed_place p;
   std::mt19937_64 rng(20261125);
-  const auto all = samples(*p.dispatcher);
+  const auto all = samples(p.dispatcher);
   long delivered = 0;
   long refused = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   for (int round = 0; round < 4000 && std::chrono::steady_clock::now() < deadline; ++round) {
     for (const sample& s : all) {
-      const message_kind kind = p.dispatcher->kind_named(s.kind);
+      const message_kind kind = p.dispatcher.kind_named(s.kind);
       ASSERT_NE(kind, 0) << s.kind;
       std::vector<std::byte> body = s.body;
       switch (rng() % 5) {
@@ -256,8 +221,8 @@ TEST(message_fuzz, a_code_offset_that_names_no_entry_point_is_refused) {
   const std::int64_t stray = code_offset(reinterpret_cast<const void*>(&code_anchor));
   long refused = 0;
   const auto body = packed(place_id{0}, std::uint64_t{7}, stray, std::int64_t{5});
-  deliver(p, p.dispatcher->kind_named("plain async"), body, refused);
-  deliver(p, p.dispatcher->kind_named("rpc"), packed(stray, std::uint64_t{1}), refused);
+  deliver(p, p.dispatcher.kind_named("plain async"), body, refused);
+  deliver(p, p.dispatcher.kind_named("rpc"), packed(stray, std::uint64_t{1}), refused);
   EXPECT_EQ(refused, 2);
 }
 
@@ -265,7 +230,7 @@ TEST(message_fuzz, a_reply_to_no_waiting_request_is_refused) {
   fuzzed_place p;
   long refused = 0;
   for (std::uint64_t token : {std::uint64_t{0}, std::uint64_t{1} << 32, ~std::uint64_t{0}})
-    deliver(p, p.dispatcher->kind_named("reply"), packed(token, std::uint8_t{1}), refused);
+    deliver(p, p.dispatcher.kind_named("reply"), packed(token, std::uint8_t{1}), refused);
   EXPECT_EQ(refused, 3);
 }
 
