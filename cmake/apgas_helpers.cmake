@@ -1,9 +1,16 @@
 # Shared helpers for apgas targets and tests.
 #
 #   apgas_set_warnings(target)
-#   apgas_add_unit_test(NAME n SOURCES a.cpp... [LIBS l...] [LABELS l...] [TIMEOUT s])
+#   apgas_add_unit_test(NAME n [TARGET t] SOURCES a.cpp... [LIBS l...] [LABELS l...] [TIMEOUT s])
 #   apgas_add_mpi_test(NAME n COMMAND target [args...] RANKS 1 2 4 [LABELS l...] [TIMEOUT s])
 #   apgas_add_compile_fail_test(NAME n SOURCE f.cpp EXPECT "regex" [LIBS l...] [TIMEOUT s])
+#
+# Test names: <area>.<suite>[.<variant>][.npN], lower case, words joined by underscores, the
+# parts by dots. The area is the folder of what is tested (core, places, clocks, glb, scaling,
+# apps, docs, bench, launch, package, format); the suite names what is tested (its source file
+# without _test); a variant says how it runs (2_workers, tree, help_first, a case's name); .npN
+# the number of places (added by apgas_add_mpi_test). E.g. places.serialization,
+# clocks.clock.home_tally.np4. `ctest -R '^places[.]'` then runs one area, `-L` one label.
 #
 # Every test these register gets ${APGAS_TEST_ENVIRONMENT} (sanitizer options with
 # the suppression files in cmake/sanitizers/); MPI tests also get Open MPI settings.
@@ -41,11 +48,13 @@ function(apgas_set_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wno-interference-size)
 endfunction()
 
-# apgas_add_unit_test(NAME name SOURCES ... [LIBS ...] [LABELS ...] [TIMEOUT s])
+# apgas_add_unit_test(NAME name [TARGET target] SOURCES ... [LIBS ...] [LABELS ...] [TIMEOUT s])
 # An executable linked with GTest::gtest_main (plus LIBS), registered as ctest test
-# `name` (label `unit` + LABELS, default timeout 120 s), run in its build directory.
+# `name` (label `unit` + LABELS, default timeout 120 s), run in its build directory. The
+# executable is TARGET, by default the name with underscores for dots and _test appended
+# (places.serialization: places_serialization_test).
 function(apgas_add_unit_test)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS")
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "NAME;TARGET;TIMEOUT" "SOURCES;LIBS;LABELS")
   if(NOT arg_NAME OR NOT arg_SOURCES)
     message(FATAL_ERROR "apgas_add_unit_test: NAME and SOURCES are required")
   endif()
@@ -55,17 +64,20 @@ function(apgas_add_unit_test)
   if(NOT DEFINED arg_TIMEOUT)
     set(arg_TIMEOUT 120)
   endif()
+  if(NOT arg_TARGET)
+    string(REPLACE "." "_" arg_TARGET "${arg_NAME}_test")
+  endif()
   if(NOT TARGET GTest::gtest_main)
     # GLOBAL: the imported targets are then visible from every directory.
     find_package(GTest REQUIRED GLOBAL)
   endif()
 
-  add_executable(${arg_NAME} ${arg_SOURCES})
-  target_link_libraries(${arg_NAME} PRIVATE ${arg_LIBS} GTest::gtest_main)
-  apgas_set_warnings(${arg_NAME})
+  add_executable(${arg_TARGET} ${arg_SOURCES})
+  target_link_libraries(${arg_TARGET} PRIVATE ${arg_LIBS} GTest::gtest_main)
+  apgas_set_warnings(${arg_TARGET})
 
   set(labels unit ${arg_LABELS})
-  add_test(NAME ${arg_NAME} COMMAND ${arg_NAME})
+  add_test(NAME ${arg_NAME} COMMAND ${arg_TARGET})
   set_tests_properties(${arg_NAME} PROPERTIES
     LABELS "${labels}"
     TIMEOUT ${arg_TIMEOUT}
@@ -149,8 +161,8 @@ function(apgas_add_mpi_test)
 endfunction()
 
 # apgas_add_compile_fail_test(NAME name SOURCE file.cpp EXPECT "regex" [LIBS ...] [TIMEOUT s])
-# Test `name` passes iff building `file.cpp` (target name_cf, linked to apgas::apgas
-# and LIBS, never part of the default build) FAILS and the compiler output matches
+# Test `name` passes iff building `file.cpp` (target name_cf, its dots made underscores, linked
+# to apgas::apgas and LIBS, never part of the default build) FAILS and the compiler output matches
 # EXPECT (CMake regex, matched against the whole build output). Label `compile_fail`.
 # All such tests share RESOURCE_LOCK apgas_build_tree: one build-system run at a time.
 function(apgas_add_compile_fail_test)
@@ -164,7 +176,7 @@ function(apgas_add_compile_fail_test)
   if(NOT DEFINED arg_TIMEOUT)
     set(arg_TIMEOUT 120)
   endif()
-  set(target ${arg_NAME}_cf)
+  string(REPLACE "." "_" target "${arg_NAME}_cf")
   add_executable(${target} EXCLUDE_FROM_ALL ${arg_SOURCE})
   set_target_properties(${target} PROPERTIES EXCLUDE_FROM_DEFAULT_BUILD ON)
   if(TARGET apgas::apgas)

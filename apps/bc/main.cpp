@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
     rt.run(apgas::for_each_place(build_graph{}, p));
     const bc::graph& g = bc::graph_of(p);
     apgas::glb::parameters params = apgas::glb::default_parameters();
-    params.n = batch;
+    params.items_per_batch = batch;
     apgas::glb::outcome<std::vector<double>> out;
     r.seconds = apgas_apps::best_seconds(
         flags.repeat, [&] { out = rt.run(apgas::glb::run_with_stats(params, make_bag{}, p)); });

@@ -54,11 +54,11 @@ int main(int argc, char** argv) {
     const auto number = [&] { return std::strtoull(value().c_str(), nullptr, 10); };
     if (a == "--places") places = parse_list(value());
     else if (a == "--items-per-place") per_place = number();
-    else if (a == "--n") c.n = static_cast<unsigned>(number());
-    else if (a == "--l") c.l = static_cast<unsigned>(number());
-    else if (a == "--w") c.w = static_cast<unsigned>(number());
-    else if (a == "--z") c.z = static_cast<unsigned>(number());
-    else if (a == "--m") c.m = static_cast<unsigned>(number());
+    else if (a == "--n") c.items_per_batch = static_cast<unsigned>(number());
+    else if (a == "--l") c.lifeline_base = static_cast<unsigned>(number());
+    else if (a == "--w") c.random_steals = static_cast<unsigned>(number());
+    else if (a == "--z") c.lifeline_count = static_cast<unsigned>(number());
+    else if (a == "--m") c.random_victims = static_cast<unsigned>(number());
     else if (a == "--tree") c.tree = value() == "yes";
     else if (a == "--layout") {
       const std::string v = value();
@@ -79,8 +79,8 @@ int main(int argc, char** argv) {
   } else {
     fmt::print("lifeline protocol, simulated: {} items per place from place 0's bag "
                "(layout {}), n={} l={} tree={}, item {} ns, message {} ns (+ up to {} ns)\n",
-               per_place, static_cast<int>(c.layout), c.n, c.l, c.tree ? "yes" : "no", c.t_item,
-               c.latency, c.jitter);
+               per_place, static_cast<int>(c.layout), c.items_per_batch, c.lifeline_base,
+               c.tree ? "yes" : "no", c.t_item, c.latency, c.jitter);
     fmt::print("{:>7} {:>2} {:>2} {:>10} {:>6} {:>10} {:>6} {:>13} {:>15} {:>13} {:>11} {:>6}\n",
                "places", "z", "w", "time ms", "eff.", "spread us", "rounds", "steals mean/max",
                "messages mean/max", "recv mean/max", "fed mean/max", "check");
@@ -96,11 +96,13 @@ int main(int argc, char** argv) {
     const double sim_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const unsigned z =
-        c.z != 0 ? c.z : apgas::detail::glb::lifeline_dimensions(p, std::max(c.l, 2U));
-    const unsigned w = c.w != 0 ? c.w : z;
+        c.lifeline_count != 0
+            ? c.lifeline_count
+            : apgas::detail::glb::lifeline_dimensions(p, std::max(c.lifeline_base, 2U));
+    const unsigned w = c.random_steals != 0 ? c.random_steals : z;
     const double ideal_us = static_cast<double>(per_place) * static_cast<double>(c.t_item) / 1e3;
-    const double round =
-        static_cast<double>(c.latency + static_cast<glb_model::time_ns>(c.n) * c.t_item);
+    const double round = static_cast<double>(
+        c.latency + static_cast<glb_model::time_ns>(c.items_per_batch) * c.t_item);
     const double rounds = static_cast<double>(r.spread) / round;
     ok = ok && r.errors.empty();
     if (csv) {

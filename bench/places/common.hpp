@@ -14,7 +14,7 @@
 #pragma once
 
 #include <apgas/apgas.hpp>
-#include <apgas/detail/place_engine.hpp>
+#include <apgas/detail/message_dispatcher.hpp>
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -180,7 +180,7 @@ inline summary summarize(std::vector<double> v) {
 /// program has not finished after `seconds`, prints what this place knows (the phase, its
 /// open distributed finishes, its message counters) to stderr and aborts the job. Every
 /// place runs one; the first to fire ends the job. Uses only calls documented as callable
-/// from any thread (runtime::message_stats, place_engine::describe_state).
+/// from any thread (runtime::message_stats, message_dispatcher::describe_state).
 class watchdog {
 public:
   watchdog(const apgas::runtime& rt, double seconds) : m_rt(rt) {
@@ -189,7 +189,7 @@ public:
       std::unique_lock lock(m_mutex);
       if (m_cv.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return m_done; }))
         return;
-      const std::string open = apgas::detail::place_engine::current().describe_state();
+      const std::string open = apgas::detail::message_dispatcher::current().describe_state();
       std::fprintf(stderr,
                    "watchdog: place %u: no end after %.0f s in phase '%s'\n"
                    "%s%s",

@@ -13,7 +13,7 @@
 // With several places a second row: place 0 waits S seconds on a finish whose one activity
 // runs at place 1 (it sleeps there): what place 0 uses while it expects that finish's report.
 #include "common.hpp"
-#include "transport_mpi.hpp"
+#include "mpi_process.hpp"
 #include <sys/resource.h>
 
 namespace {

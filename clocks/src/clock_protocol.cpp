@@ -15,8 +15,9 @@
 
 namespace apgas::detail {
 
-APGAS_REGISTER_PROTOCOL_MODULE(clocks,
-                               [](place_engine& engine) { engine.add_module<clock_protocol>(); });
+APGAS_REGISTER_PROTOCOL_MODULE(clocks, [](message_dispatcher& dispatcher) {
+  dispatcher.add_module<clock_protocol>();
+});
 
 namespace {
 
@@ -58,14 +59,15 @@ clock_partial get_partial(byte_reader& r, place_id places) {
 
 } // namespace
 
-clock_protocol::clock_protocol(place_engine& engine)
-    : m_engine(engine), m_sched(engine.sched()), m_here(engine.here()), m_places(engine.places()),
-      m_all_to_all(m_places <= engine.sched().opts().clock_all_to_all_places),
-      m_tree(*engine.find_module<tree_messaging>()),
-      m_kind_report(engine.add_handler<&clock_protocol::on_report>(*this, "clock report")),
-      m_kind_release(engine.add_handler<&clock_protocol::on_release>(*this, "clock release")) {
-  engine.describes_state_with<&clock_protocol::describe>(*this, "clocks");
-  engine.reports_stats_with<&clock_protocol::stats_table>(*this);
+clock_protocol::clock_protocol(message_dispatcher& dispatcher)
+    : m_dispatcher(dispatcher), m_sched(dispatcher.sched()), m_here(dispatcher.here()),
+      m_places(dispatcher.places()),
+      m_all_to_all(m_places <= dispatcher.sched().opts().clock_all_to_all_places),
+      m_tree(*dispatcher.find_module<tree_messaging>()),
+      m_kind_report(dispatcher.add_handler<&clock_protocol::on_report>(*this, "clock report")),
+      m_kind_release(dispatcher.add_handler<&clock_protocol::on_release>(*this, "clock release")) {
+  dispatcher.describes_state_with<&clock_protocol::describe>(*this, "clocks");
+  dispatcher.reports_stats_with<&clock_protocol::stats_table>(*this);
 }
 
 std::string clock_protocol::stats_table() const {
@@ -95,7 +97,7 @@ clock_protocol::~clock_protocol() {
 }
 
 clock_protocol& clock_protocol::current() {
-  clock_protocol* m = place_engine::current().find_module<clock_protocol>();
+  clock_protocol* m = message_dispatcher::current().find_module<clock_protocol>();
   if (m == nullptr) [[unlikely]]
     throw std::logic_error("apgas: the clock module is missing from this runtime");
   return *m;
@@ -173,7 +175,7 @@ void clock_protocol::send_report(const clock_proxy& px, const clock_report& r) {
       start_framed(framed, m_kind_report);
       write_report(framed, px, r);
       m_counters.reports_sent.fetch_add(1, std::memory_order_relaxed); // a statistic
-      m_engine.net().send_now_framed(p, framed);
+      m_dispatcher.net().send_now_framed(p, framed);
     }
   } else if (px.id().home != m_here) {
     // Up the home's tree: the home handles O(arity) messages per phase at any scale.

@@ -17,7 +17,7 @@
 // O(arity) messages per place and phase.
 #pragma once
 
-#include "apgas/detail/place_engine.hpp"
+#include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/detail/protocol_module.hpp"
 #include "apgas/detail/tree_messaging.hpp"
 
@@ -47,7 +47,7 @@ struct clock_counters {
 /// @brief The clock module of a place. Thread-safety: any thread.
 class clock_protocol final : public protocol_module {
 public:
-  explicit clock_protocol(place_engine& engine);
+  explicit clock_protocol(message_dispatcher& dispatcher);
   ~clock_protocol() override;
 
   /// @brief The module of this process's runtime. pre: a runtime exists.
@@ -92,7 +92,7 @@ private:
     }
   };
 
-  place_engine& m_engine;
+  message_dispatcher& m_dispatcher;
   scheduler& m_sched;
   place_id m_here;
   place_id m_places;

@@ -3,7 +3,7 @@
 // registered here so that every program that uses atomic or when links it).
 #include "apgas/detail/when_queue.hpp"
 
-#include "apgas/detail/place_engine.hpp"
+#include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/detail/protocol_module.hpp"
 #include "apgas/detail/scheduler.hpp"
 
@@ -116,15 +116,16 @@ namespace {
 /// Lists this place's suspended `when`s in the state dump (the queue is the process's).
 class suspended_whens final : public protocol_module {
 public:
-  explicit suspended_whens(place_engine& engine) {
-    engine.describes_state_with<&suspended_whens::describe>(*this, "suspended whens");
+  explicit suspended_whens(message_dispatcher& dispatcher) {
+    dispatcher.describes_state_with<&suspended_whens::describe>(*this, "suspended whens");
   }
   std::string describe() const { return g_when_queue.describe(); }
 };
 
 } // namespace
 
-APGAS_REGISTER_PROTOCOL_MODULE(suspended_whens,
-                               [](place_engine& engine) { engine.add_module<suspended_whens>(); });
+APGAS_REGISTER_PROTOCOL_MODULE(suspended_whens, [](message_dispatcher& dispatcher) {
+  dispatcher.add_module<suspended_whens>();
+});
 
 } // namespace apgas::detail

@@ -1,7 +1,7 @@
 // The GLB module (see glb_module.hpp): message kinds, the run in progress, progress clause.
 #include "glb_module.hpp"
 
-#include "apgas/detail/place_engine.hpp"
+#include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/detail/transport.hpp"
 
 #include <fmt/format.h>
@@ -17,13 +17,14 @@ namespace {
 constexpr std::size_t k_run_bytes = sizeof(std::uint64_t);
 } // namespace
 
-glb_module::glb_module(place_engine& engine)
-    : m_engine(engine), m_kinds{engine.add_handler<&glb_module::on_steal>(*this, "glb steal"),
-                                engine.add_handler<&glb_module::on_lifeline>(*this, "glb lifeline"),
-                                engine.add_handler<&glb_module::on_loot>(*this, "glb loot"),
-                                engine.add_handler<&glb_module::on_refusal>(*this, "glb refusal")} {
-  engine.describes_progress_with<&glb_module::progress_text>(*this);
-  engine.describes_state_with<&glb_module::describe>(*this, "glb");
+glb_module::glb_module(message_dispatcher& dispatcher)
+    : m_dispatcher(dispatcher),
+      m_kinds{dispatcher.add_handler<&glb_module::on_steal>(*this, "glb steal"),
+              dispatcher.add_handler<&glb_module::on_lifeline>(*this, "glb lifeline"),
+              dispatcher.add_handler<&glb_module::on_loot>(*this, "glb loot"),
+              dispatcher.add_handler<&glb_module::on_refusal>(*this, "glb refusal")} {
+  dispatcher.describes_progress_with<&glb_module::progress_text>(*this);
+  dispatcher.describes_state_with<&glb_module::describe>(*this, "glb");
 }
 
 std::string glb_module::describe() const {
@@ -35,8 +36,8 @@ std::string glb_module::describe() const {
   return run == nullptr ? std::string() : run->describe();
 }
 
-glb_module& glb_module::of(place_engine& engine) {
-  glb_module* m = engine.find_module<glb_module>();
+glb_module& glb_module::of(message_dispatcher& dispatcher) {
+  glb_module* m = dispatcher.find_module<glb_module>();
   if (m == nullptr)
     throw std::logic_error("apgas: this place has no GLB module (apgas_glb is not linked)");
   return *m;
@@ -46,13 +47,13 @@ void glb_module::send(place_id to, message what, std::uint64_t run,
                       std::span<const std::byte> payload) {
   const message_kind kind = m_kinds[static_cast<std::size_t>(what)];
   if (payload.empty()) {
-    m_engine.net().send_now(to, pack_head(kind, run));
+    m_dispatcher.net().send_now(to, pack_head(kind, run));
     return;
   }
   std::vector<std::byte> bytes(1 + k_run_bytes + payload.size());
   pack_into(bytes.data(), kind, run);
   std::memcpy(bytes.data() + 1 + k_run_bytes, payload.data(), payload.size());
-  m_engine.net().send_now(to, bytes);
+  m_dispatcher.net().send_now(to, bytes);
 }
 
 void glb_module::install(std::shared_ptr<place_base> place) {
@@ -131,30 +132,30 @@ void glb_module::on_refusal(place_id from, std::span<const std::byte> body) {
 
 // ---- the free functions of glb_place.hpp that reach the module ------------------------------
 
-place_engine& current_engine() { return place_engine::current(); }
+message_dispatcher& current_dispatcher() { return message_dispatcher::current(); }
 
 place_base& place_of_run(std::uint64_t run) {
-  std::shared_ptr<place_base> p = glb_module::of(place_engine::current()).find(run);
+  std::shared_ptr<place_base> p = glb_module::of(message_dispatcher::current()).find(run);
   if (p == nullptr)
     throw std::logic_error(fmt::format("apgas: GLB run {} is not in progress here", run));
   return *p; // kept alive by the module until the run's gather reaches this place
 }
 
 std::shared_ptr<place_base> find_place(std::uint64_t run) {
-  return glb_module::of(place_engine::current()).find(run);
+  return glb_module::of(message_dispatcher::current()).find(run);
 }
 
 void install_place(std::shared_ptr<place_base> place) {
-  glb_module::of(place_engine::current()).install(std::move(place));
+  glb_module::of(message_dispatcher::current()).install(std::move(place));
 }
 
 void uninstall_place(std::uint64_t run) noexcept {
-  if (place_engine* e = place_engine::current_or_null())
+  if (message_dispatcher* e = message_dispatcher::current_or_null())
     if (glb_module* m = e->find_module<glb_module>()) m->uninstall(run);
 }
 
 } // namespace apgas::detail::glb
 
-APGAS_REGISTER_PROTOCOL_MODULE(glb, [](apgas::detail::place_engine& engine) {
-  engine.add_module<apgas::detail::glb::glb_module>();
+APGAS_REGISTER_PROTOCOL_MODULE(glb, [](apgas::detail::message_dispatcher& dispatcher) {
+  dispatcher.add_module<apgas::detail::glb::glb_module>();
 });

@@ -19,11 +19,11 @@ namespace apgas::detail::glb {
 /// @brief The GLB module of a place. Thread-safety: any thread; handlers one at a time.
 class glb_module final : public protocol_module {
 public:
-  explicit glb_module(place_engine& engine);
+  explicit glb_module(message_dispatcher& dispatcher);
 
-  /// @brief The module of `engine`. @throws std::logic_error if it has none (the program was
+  /// @brief The module of `dispatcher`. @throws std::logic_error if it has none (the program was
   /// linked without apgas_glb's registration: cannot happen through <apgas/glb.hpp>).
-  static glb_module& of(place_engine& engine);
+  static glb_module& of(message_dispatcher& dispatcher);
 
   /// @brief Sends one GLB message of run `run` to `to`, at once (somebody waits for it).
   void send(place_id to, message what, std::uint64_t run, std::span<const std::byte> payload);
@@ -50,7 +50,7 @@ private:
   std::pair<std::shared_ptr<place_base>, std::span<const std::byte>>
   place_of_message(std::span<const std::byte> body, std::uint64_t& run) const;
 
-  place_engine& m_engine;
+  message_dispatcher& m_dispatcher;
   message_kind m_kinds[4]; ///< by glb::message
 
   mutable std::mutex m_mutex; ///< guards m_current and the progress fields

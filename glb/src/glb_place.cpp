@@ -3,7 +3,7 @@
 // send may deliver messages (back-pressure), and their handlers take the lock.
 #include "apgas/detail/glb_place.hpp"
 
-#include "apgas/detail/place_engine.hpp"
+#include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/detail/scheduler.hpp"
 
 #include "glb_module.hpp"
@@ -15,14 +15,14 @@
 namespace apgas::detail::glb {
 
 place_base::place_base(std::uint64_t run, const apgas::glb::parameters& resolved,
-                       place_engine& engine)
-    : m_run(run), m_params(resolved), m_engine(engine), m_module(glb_module::of(engine)),
-      m_here(engine.here()), m_places(engine.places()),
-      m_rng(0x6A09E667F3BCC909ULL ^ (run << 32) ^ engine.here()),
-      m_workers(engine.sched().worker_count()) {
+                       message_dispatcher& dispatcher)
+    : m_run(run), m_params(resolved), m_dispatcher(dispatcher),
+      m_module(glb_module::of(dispatcher)), m_here(dispatcher.here()),
+      m_places(dispatcher.places()), m_rng(0x6A09E667F3BCC909ULL ^ (run << 32) ^ dispatcher.here()),
+      m_workers(dispatcher.sched().worker_count()) {
   if (m_places > 1) {
-    m_lifelines = lifelines_of(m_here, m_places, m_params.l, m_params.z);
-    m_victims = victims_of(m_here, m_places, m_params.m, m_rng);
+    m_lifelines = lifelines_of(m_here, m_places, m_params.lifeline_base, m_params.lifeline_count);
+    m_victims = victims_of(m_here, m_places, m_params.random_victims, m_rng);
   }
   m_registered.assign(m_lifelines.size(), false);
   m_stats.place = m_here;
@@ -48,7 +48,7 @@ void place_base::begin_local_work() {
   ++m_stats.local_splits;
 }
 
-void place_base::poll() noexcept { (void)m_engine.poll(); }
+void place_base::poll() noexcept { (void)m_dispatcher.poll(); }
 
 void place_base::set_requests_locked() noexcept {
   // relaxed: a hint for the working activities, which take the lock before acting on it.
@@ -170,7 +170,7 @@ std::coroutine_handle<> place_base::steal_awaiter::suspend(promise_base& thief) 
   }
   // Count what this worker leaves behind before the answer can resume the thief elsewhere.
   const std::coroutine_handle<> next = t_worker->suspend_for_external();
-  m_place.m_engine.expect_message();      // idle workers poll for the answer
+  m_place.m_dispatcher.expect_message();  // idle workers poll for the answer
   m_place.send(m_victim, message::steal); // from here on, the thief may be resumed
   return next;
 }
@@ -181,8 +181,8 @@ void place_base::on_answer(std::optional<std::span<const std::byte>> bag) {
   if (thief == nullptr) [[unlikely]]
     throw transport_error("apgas: a GLB answer to a steal nobody waits for");
   if (bag) m_answer.emplace(bag->begin(), bag->end());
-  m_engine.expected_message_arrived();
-  m_engine.sched().inject(as_independent(thief));
+  m_dispatcher.expected_message_arrived();
+  m_dispatcher.sched().inject(as_independent(thief));
 }
 
 void place_base::found_loot(std::uint64_t items, std::size_t bytes) {

@@ -12,22 +12,23 @@ namespace apgas::glb {
 
 parameters parameters::from(const options& o) noexcept {
   parameters p;
-  p.n = o.glb_n;
-  p.w = o.glb_w;
-  p.l = o.glb_l;
-  p.z = o.glb_z;
-  p.m = o.glb_m;
+  p.items_per_batch = o.glb_n;
+  p.random_steals = o.glb_w;
+  p.lifeline_base = o.glb_l;
+  p.lifeline_count = o.glb_z;
+  p.random_victims = o.glb_m;
   p.tree = o.glb_tree;
   return p;
 }
 
 parameters parameters::resolved(std::uint32_t places) const noexcept {
   parameters p = *this;
-  p.n = std::max(p.n, 1U);
-  p.l = std::max(p.l, 2U);
-  p.m = std::max(p.m, 1U);
-  if (p.z == 0) p.z = apgas::detail::glb::lifeline_dimensions(places, p.l);
-  if (p.w == 0) p.w = p.z;
+  p.items_per_batch = std::max(p.items_per_batch, 1U);
+  p.lifeline_base = std::max(p.lifeline_base, 2U);
+  p.random_victims = std::max(p.random_victims, 1U);
+  if (p.lifeline_count == 0)
+    p.lifeline_count = apgas::detail::glb::lifeline_dimensions(places, p.lifeline_base);
+  if (p.random_steals == 0) p.random_steals = p.lifeline_count;
   return p;
 }
 
@@ -98,8 +99,9 @@ std::string run_stats::table() const {
   std::string s = fmt::format(
       "apgas glb: {} place(s) x {} worker(s), {:.3f} s, {} items ({:.2f} M/s), busiest place "
       "{:.3f} x the mean (n={} w={} l={} z={} m={} tree={})\n",
-      places.size(), workers, seconds, t.items, rate / 1e6, imbalance(), params.n, params.w,
-      params.l, params.z, params.m, params.tree ? "yes" : "no");
+      places.size(), workers, seconds, t.items, rate / 1e6, imbalance(), params.items_per_batch,
+      params.random_steals, params.lifeline_base, params.lifeline_count, params.random_victims,
+      params.tree ? "yes" : "no");
   s += fmt::format("  {:>6} {:>13} {:>7} {:>16} {:>16} {:>13} {:>6} {:>6} {:>22} {:>22} {:>7} "
                    "{:>8}\n",
                    "place", "items", "share", "steals sent/ok", "received/served", "lifeline s/r",

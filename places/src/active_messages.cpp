@@ -4,7 +4,7 @@
 
 #include "apgas/detail/code_registry.hpp"
 #include "apgas/detail/exception_codec.hpp"
-#include "apgas/detail/place_engine.hpp"
+#include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/place.hpp"
 
 #include "distributed_finish.hpp"
@@ -20,19 +20,20 @@ namespace {
 std::atomic<active_messages*> g_current{nullptr}; // the runtime's module (see set_current)
 } // namespace
 
-active_messages::active_messages(place_engine& engine, distributed_finish& finish)
-    : m_engine(engine), m_finish(finish), m_sched(engine.sched()), m_net(&engine.net()),
-      m_here(engine.here()), m_places(engine.places()), m_arity(engine.sched().opts().tree_arity),
-      m_kind_async(engine.add_handler<&active_messages::on_async>(*this, "async")),
+active_messages::active_messages(message_dispatcher& dispatcher, distributed_finish& finish)
+    : m_dispatcher(dispatcher), m_finish(finish), m_sched(dispatcher.sched()),
+      m_net(&dispatcher.net()), m_here(dispatcher.here()), m_places(dispatcher.places()),
+      m_arity(dispatcher.sched().opts().tree_arity),
+      m_kind_async(dispatcher.add_handler<&active_messages::on_async>(*this, "async")),
       m_kind_plain_async(
-          engine.add_handler<&active_messages::on_plain_async>(*this, "plain async")),
-      m_kind_plain_run(engine.add_handler<&active_messages::on_plain_run>(*this, "plain run")),
-      m_kind_at(engine.add_handler<&active_messages::on_at>(*this, "at")),
-      m_kind_rpc(engine.add_handler<&active_messages::on_rpc>(*this, "rpc")),
-      m_kind_batch(engine.add_handler<&active_messages::on_batch>(*this, "batch")),
-      m_kind_reply(engine.add_handler<&active_messages::on_reply>(*this, "reply")),
-      m_counters(engine.sched()) {
-  engine.expects_messages_when<&active_messages::served_rpcs_lately>(*this);
+          dispatcher.add_handler<&active_messages::on_plain_async>(*this, "plain async")),
+      m_kind_plain_run(dispatcher.add_handler<&active_messages::on_plain_run>(*this, "plain run")),
+      m_kind_at(dispatcher.add_handler<&active_messages::on_at>(*this, "at")),
+      m_kind_rpc(dispatcher.add_handler<&active_messages::on_rpc>(*this, "rpc")),
+      m_kind_batch(dispatcher.add_handler<&active_messages::on_batch>(*this, "batch")),
+      m_kind_reply(dispatcher.add_handler<&active_messages::on_reply>(*this, "reply")),
+      m_counters(dispatcher.sched()) {
+  dispatcher.expects_messages_when<&active_messages::served_rpcs_lately>(*this);
 }
 
 active_messages& active_messages::current() {
@@ -130,7 +131,7 @@ void active_messages::finish_at(place_id to, std::vector<std::byte>& bytes, repl
   const bool rpc = static_cast<message_kind>(bytes[k_frame_header]) == m_kind_rpc;
   std::memcpy(bytes.data() + (rpc ? k_rpc_token_at : k_at_token_at), &token, sizeof token);
   m_counters.activities_sent.add();
-  m_engine.expect_message();         // the reply
+  m_dispatcher.expect_message();     // the reply
   m_net->send_now_framed(to, bytes); // somebody waits for the answer: latency before coalescing
 }
 
@@ -369,7 +370,7 @@ void active_messages::on_reply(place_id from, std::span<const std::byte> body) {
     throw transport_error(fmt::format("apgas: place {}: a reply from place {} answers no "
                                       "request waiting here (a damaged message?)",
                                       m_here, from));
-  m_engine.expected_message_arrived();
+  m_dispatcher.expected_message_arrived();
   sink->on_reply(ok, r.read_span(r.remaining())); // read in place: no copy of the value
 }
 

@@ -3,7 +3,7 @@
 #include "distributed_finish.hpp"
 
 #include "apgas/detail/exception_codec.hpp"
-#include "apgas/detail/place_engine.hpp"
+#include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/detail/scheduler.hpp"
 #include "apgas/place.hpp"
 #include "apgas/serialization.hpp"
@@ -53,18 +53,19 @@ std::vector<std::byte> encode_report(const finish_report& rep,
 
 } // namespace
 
-distributed_finish::distributed_finish(place_engine& engine, tree_messaging& tree,
+distributed_finish::distributed_finish(message_dispatcher& dispatcher, tree_messaging& tree,
                                        std::chrono::microseconds report_hold_max)
-    : m_engine(engine), m_tree(tree), m_sched(engine.sched()), m_here(engine.here()),
-      m_places(engine.places()),
-      m_kind_report(engine.add_handler<&distributed_finish::on_report>(*this, "finish report")),
-      m_kind_ask(engine.add_handler<&distributed_finish::on_ask>(*this, "finish ask")),
-      m_kind_cleanup(engine.add_handler<&distributed_finish::on_cleanup>(*this, "finish cleanup")),
+    : m_dispatcher(dispatcher), m_tree(tree), m_sched(dispatcher.sched()),
+      m_here(dispatcher.here()), m_places(dispatcher.places()),
+      m_kind_report(dispatcher.add_handler<&distributed_finish::on_report>(*this, "finish report")),
+      m_kind_ask(dispatcher.add_handler<&distributed_finish::on_ask>(*this, "finish ask")),
+      m_kind_cleanup(
+          dispatcher.add_handler<&distributed_finish::on_cleanup>(*this, "finish cleanup")),
       m_report_hold_max(report_hold_max) {
-  engine.before_each_poll<&distributed_finish::send_due_reports>(*this);
-  engine.after_each_delivery<&distributed_finish::flush_arrivals>(*this);
-  engine.expects_messages_when<&distributed_finish::reports_waiting>(*this);
-  engine.describes_state_with<&distributed_finish::describe_open_finishes>(
+  dispatcher.before_each_poll<&distributed_finish::send_due_reports>(*this);
+  dispatcher.after_each_delivery<&distributed_finish::flush_arrivals>(*this);
+  dispatcher.expects_messages_when<&distributed_finish::reports_waiting>(*this);
+  dispatcher.describes_state_with<&distributed_finish::describe_open_finishes>(
       *this, "open distributed finishes homed here");
   // Each hook finds its module through the finish's link, so that several places can share a
   // process (tests on the fake network). Set before any activity can reach another place.
@@ -108,7 +109,7 @@ void open_remote_part(home_link& link, finish_state& f) noexcept {
 }
 
 void distributed_finish::on_remote_part_opened() noexcept {
-  m_engine.expect_message(); // its reports; closed again in apply_report
+  m_dispatcher.expect_message(); // its reports; closed again in apply_report
 }
 
 const finish_id& distributed_finish::count_send(finish_state& f, place_id to) {
@@ -385,7 +386,7 @@ void distributed_finish::apply_report(const finish_report& rep,
   // for the release below). So the asks use the report's copy of the id, not link.id.
   send_asks(rep.id, ask); // (none if closed)
   if (closed) {
-    m_engine.expected_message_arrived();
+    m_dispatcher.expected_message_arrived();
     if (f->release_remote_part()) complete_from_outside(*f);
   }
 }

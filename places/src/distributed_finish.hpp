@@ -128,7 +128,7 @@ public:
   /// @param report_hold_max the longest a place holds a report its home did not ask for (see
   /// end_strands); 0: every report leaves at once.
   /// @param tree routes reports up to the homes and asks and cleanups down to the places.
-  distributed_finish(place_engine& engine, tree_messaging& tree,
+  distributed_finish(message_dispatcher& dispatcher, tree_messaging& tree,
                      std::chrono::microseconds report_hold_max);
   ~distributed_finish() override;
 
@@ -217,7 +217,7 @@ private:
   void complete_from_outside(finish_state& f);
   void send_cleanups(const home_link& link) noexcept;
 
-  place_engine& m_engine;
+  message_dispatcher& m_dispatcher;
   tree_messaging& m_tree;
   scheduler& m_sched;
   place_id m_here;

@@ -1,7 +1,7 @@
 // One-sided get and put (see <apgas/global_ptr.hpp>): how an access waits for the network.
 #include "apgas/global_ptr.hpp"
 
-#include "apgas/detail/place_engine.hpp"
+#include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/detail/scheduler.hpp"
 #include "apgas/detail/worker.hpp"
 
@@ -10,7 +10,7 @@
 namespace apgas::detail {
 
 rma_network& current_rma() {
-  rma_network* net = place_engine::current().net().rma();
+  rma_network* net = message_dispatcher::current().net().rma();
   if (net == nullptr) [[unlikely]]
     throw std::logic_error("apgas: this network has no one-sided access (MPI or one place)");
   return *net;
@@ -28,8 +28,8 @@ void attach_memory(void* base, std::size_t bytes) { current_rma().attach(base, b
 
 void detach_memory(void* base) noexcept {
   // Memory that outlives its runtime has nothing left to detach from.
-  if (place_engine* engine = place_engine::current_or_null())
-    if (rma_network* net = engine->net().rma()) net->detach(base);
+  if (message_dispatcher* dispatcher = message_dispatcher::current_or_null())
+    if (rma_network* net = dispatcher->net().rma()) net->detach(base);
 }
 
 void rma_waiter::start() {
@@ -53,7 +53,7 @@ std::coroutine_handle<> rma_waiter::start_suspended(promise_base& activity) {
   // What this worker runs next is decided before the access can complete (on another
   // thread's poll, which then makes the activity runnable).
   const std::coroutine_handle<> next = t_worker->suspend_for_external();
-  place_engine::current().expect_message(); // idle workers poll eagerly meanwhile
+  message_dispatcher::current().expect_message(); // idle workers poll eagerly meanwhile
   try {
     start();
   } catch (...) {
@@ -65,9 +65,9 @@ std::coroutine_handle<> rma_waiter::start_suspended(promise_base& activity) {
 void rma_waiter::done(std::exception_ptr error) noexcept {
   m_error = std::move(error);
   if (m_activity == nullptr) return; // completed at once
-  place_engine& engine = place_engine::current();
-  engine.expected_message_arrived();
-  engine.sched().inject(as_independent(m_activity));
+  message_dispatcher& dispatcher = message_dispatcher::current();
+  dispatcher.expected_message_arrived();
+  dispatcher.sched().inject(as_independent(m_activity));
 }
 
 } // namespace apgas::detail

@@ -1,8 +1,8 @@
 // The halo exchange's channels and messages (see apgas/detail/halo_exchange.hpp).
 #include "apgas/detail/halo_exchange.hpp"
 
+#include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/detail/message_format.hpp"
-#include "apgas/detail/place_engine.hpp"
 #include "apgas/detail/protocol_module.hpp"
 #include "apgas/detail/scheduler.hpp"
 #include "apgas/detail/worker.hpp"
@@ -89,7 +89,7 @@ struct halo_channel_state {
       wake_on = sched;
     }
     if (wake == nullptr) return;
-    place_engine::current().expected_message_arrived();
+    message_dispatcher::current().expected_message_arrived();
     wake_on->inject(as_independent(wake));
   }
 };
@@ -100,11 +100,12 @@ namespace {
 /// no channel here yet (kept until it has).
 class halo_module final : public protocol_module {
 public:
-  explicit halo_module(place_engine& engine)
-      : m_engine(engine), m_kind(engine.add_handler<&halo_module::on_halo>(*this, "halo")) {}
+  explicit halo_module(message_dispatcher& dispatcher)
+      : m_dispatcher(dispatcher),
+        m_kind(dispatcher.add_handler<&halo_module::on_halo>(*this, "halo")) {}
 
   static halo_module& current() {
-    halo_module* m = place_engine::current().find_module<halo_module>();
+    halo_module* m = message_dispatcher::current().find_module<halo_module>();
     if (m == nullptr) [[unlikely]]
       throw std::logic_error("apgas: this runtime has no halo module");
     return *m;
@@ -134,7 +135,7 @@ public:
     const std::byte* run = from.first;
     for (std::size_t r = 0; r < from.runs; ++r, run += from.stride)
       bytes.insert(bytes.end(), run, run + from.run_bytes);
-    m_engine.net().send_now_framed(to, bytes);
+    m_dispatcher.net().send_now_framed(to, bytes);
   }
 
 private:
@@ -158,7 +159,7 @@ private:
     state->place_message(exchange, side, data);
   }
 
-  place_engine& m_engine;
+  message_dispatcher& m_dispatcher;
   message_kind m_kind;
   std::mutex m_mutex;
   std::map<std::uint64_t, std::shared_ptr<halo_channel_state>> m_channels;
@@ -167,8 +168,9 @@ private:
 
 } // namespace
 
-APGAS_REGISTER_PROTOCOL_MODULE(halo,
-                               [](place_engine& engine) { engine.add_module<halo_module>(); });
+APGAS_REGISTER_PROTOCOL_MODULE(halo, [](message_dispatcher& dispatcher) {
+  dispatcher.add_module<halo_module>();
+});
 
 halo_channel::halo_channel(std::uint64_t id) : m_state(std::make_shared<halo_channel_state>()) {
   halo_module::current().add(id, m_state);
@@ -176,8 +178,8 @@ halo_channel::halo_channel(std::uint64_t id) : m_state(std::make_shared<halo_cha
 }
 
 halo_channel::~halo_channel() {
-  if (place_engine* engine = place_engine::current_or_null())
-    if (halo_module* m = engine->find_module<halo_module>()) m->remove(m_id);
+  if (message_dispatcher* dispatcher = message_dispatcher::current_or_null())
+    if (halo_module* m = dispatcher->find_module<halo_module>()) m->remove(m_id);
 }
 
 void halo_channel::open(std::uint64_t exchange, const halo_ghosts& ghosts) {
@@ -231,7 +233,7 @@ std::coroutine_handle<> halo_channel::arrivals_awaiter::suspend(promise_base& ac
     }
   }
   if (ready) w.sched().inject(as_independent(&activity));
-  else place_engine::current().expect_message();
+  else message_dispatcher::current().expect_message();
   return next;
 }
 

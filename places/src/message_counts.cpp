@@ -1,8 +1,8 @@
-// message_counts: the message engine's and the transport's counters of this place as one public
+// message_counts: the message dispatcher's and the transport's counters of this place as one public
 // snapshot, and their sum over the places.
 #include "apgas/message_counts.hpp"
 
-#include "apgas/detail/place_engine.hpp"
+#include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/finish.hpp"
 #include "apgas/place.hpp"
 
@@ -50,7 +50,7 @@ message_counts operator-(message_counts later, const message_counts& earlier) no
 }
 
 message_counts local_message_counts() {
-  const detail::place_engine& e = detail::place_engine::current();
+  const detail::message_dispatcher& e = detail::message_dispatcher::current();
   const detail::active_message_counters& a = detail::active_messages::current().counters();
   const detail::finish_counters& c = e.find_module<detail::distributed_finish>()->counters();
   const detail::transport_stats t = e.transport_counters(); // relaxed reads, any thread

@@ -1,21 +1,21 @@
 // The end of a run (see run_protocol.hpp).
 #include "run_protocol.hpp"
 
-#include "apgas/detail/place_engine.hpp"
+#include "apgas/detail/message_dispatcher.hpp"
 
 namespace apgas::detail {
 
-run_protocol::run_protocol(place_engine& engine)
-    : m_engine(engine),
-      m_kind_run_end(engine.add_handler<&run_protocol::on_run_end>(*this, "run end")) {}
+run_protocol::run_protocol(message_dispatcher& dispatcher)
+    : m_dispatcher(dispatcher),
+      m_kind_run_end(dispatcher.add_handler<&run_protocol::on_run_end>(*this, "run end")) {}
 
 void run_protocol::announce_run_end(bool ok, std::span<const std::byte> payload) {
   std::vector<std::byte> bytes{static_cast<std::byte>(m_kind_run_end),
                                static_cast<std::byte>(ok ? 1 : 0)};
   bytes.insert(bytes.end(), payload.begin(), payload.end());
-  for (place_id p = 0; p < m_engine.places(); ++p)
-    if (p != m_engine.here()) m_engine.net().send(p, bytes);
-  m_engine.net().flush();
+  for (place_id p = 0; p < m_dispatcher.places(); ++p)
+    if (p != m_dispatcher.here()) m_dispatcher.net().send(p, bytes);
+  m_dispatcher.net().flush();
 }
 
 run_end run_protocol::await_run_end() {

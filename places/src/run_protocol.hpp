@@ -29,7 +29,7 @@ struct run_end {
 /// @brief The run-end module of a place. Thread-safety: any thread.
 class run_protocol final : public protocol_module {
 public:
-  explicit run_protocol(place_engine& engine);
+  explicit run_protocol(message_dispatcher& dispatcher);
 
   /// @brief Place 0: tells every other place that the run ended, with its value (ok) or its
   /// error.
@@ -41,7 +41,7 @@ public:
 private:
   void on_run_end(place_id from, std::span<const std::byte> body);
 
-  place_engine& m_engine;
+  message_dispatcher& m_dispatcher;
   message_kind m_kind_run_end;
   std::mutex m_mutex; ///< guards m_ends
   std::condition_variable m_cv;

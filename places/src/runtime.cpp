@@ -1,17 +1,18 @@
-// Start-up and shutdown of a place: MPI (when launched by mpirun), workers, the message engine
+// Start-up and shutdown of a place: MPI (when launched by mpirun), workers, the message dispatcher
 // and its protocol modules.
 #include "apgas/runtime.hpp"
 
 #include "apgas/detail/exception_codec.hpp"
-#include "apgas/detail/place_engine.hpp"
+#include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/detail/place_modules.hpp"
 #include "apgas/message_counts.hpp"
 
 #include "build_identity.hpp"
-#include "exit_reports.hpp"
+#include "fatal_exits.hpp"
+#include "mpi_process.hpp"
+#include "mpi_transport.hpp"
 #include "run_protocol.hpp"
-#include "transport_mpi.hpp"
-#include "transport_single.hpp"
+#include "single_place_transport.hpp"
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -131,34 +132,34 @@ void runtime::start(const options& opts, int* argc, char*** argv) {
     m_mpi.reset(); // every place finalizes: mpiexec then reports exit codes, not a crash
     std::exit(1);
   }
-  m_exit_reports = std::make_unique<detail::exit_reports>(net->here());
+  m_fatal_exit_handlers = std::make_unique<detail::fatal_exit_handlers>(net->here());
   m_local = std::make_unique<local_runtime>(opts);
-  m_engine = std::make_unique<detail::place_engine>(m_local->sched(), std::move(net));
-  const detail::place_modules modules = detail::add_place_modules(*m_engine, opts);
+  m_dispatcher = std::make_unique<detail::message_dispatcher>(m_local->sched(), std::move(net));
+  const detail::place_modules modules = detail::add_place_modules(*m_dispatcher, opts);
   m_runs = modules.runs;
-  detail::place_engine::set_current(m_engine.get());
+  detail::message_dispatcher::set_current(m_dispatcher.get());
   detail::active_messages::set_current(modules.messages);
-  m_local->sched().set_network(m_engine.get());
+  m_local->sched().set_network(m_dispatcher.get());
   m_local->set_place_label(here(), places());
-  m_local->set_progress_extra([engine = m_engine.get()] {
+  m_local->set_progress_extra([dispatcher = m_dispatcher.get()] {
     std::string s;
-    if (engine->places() > 1) {
+    if (dispatcher->places() > 1) {
       const message_counts c = local_message_counts(); // relaxed reads: any thread
       s = fmt::format("messages out {} ({} MPI), in {}; activities sent {}, finish reports {}",
                       c.logical_messages_sent, c.mpi_messages_sent, c.logical_messages_received,
                       c.activities_sent, c.finish_reports_sent);
     }
-    const std::string modules = engine->progress_text(); // GLB's items per second, ...
+    const std::string modules = dispatcher->progress_text(); // GLB's items per second, ...
     if (!modules.empty()) s += (s.empty() ? "" : "; ") + modules;
     return s;
   });
-  detail::place_engine::install_dump_signal();
-  m_engine->barrier(); // every place is ready before any sends work
+  detail::message_dispatcher::install_dump_signal();
+  m_dispatcher->barrier(); // every place is ready before any sends work
 }
 
 runtime::~runtime() {
   try {
-    m_engine->barrier(); // every place left its last run: nothing is in flight
+    m_dispatcher->barrier(); // every place left its last run: nothing is in flight
   } catch (const std::exception& e) {
     std::fprintf(stderr, "apgas: place %u: shutdown barrier failed: %s\n", here(), e.what());
   }
@@ -166,16 +167,16 @@ runtime::~runtime() {
   // One place sends no message: its table would be all zeros. The modules' statistics (clocks,
   // load balancing) follow it.
   std::string table = stats && places() > 1 ? message_stats() : std::string();
-  if (stats) table += m_engine->describe_stats();
+  if (stats) table += m_dispatcher->describe_stats();
   m_local->sched().stop();
   m_local->sched().set_network(nullptr);
   m_local.reset(); // prints the worker table if asked
   if (stats) std::fputs(table.c_str(), stderr);
   detail::active_messages::set_current(nullptr);
-  detail::place_engine::set_current(nullptr);
-  m_engine.reset();
+  detail::message_dispatcher::set_current(nullptr);
+  m_dispatcher.reset();
   m_mpi.reset();
-  m_exit_reports.reset();
+  m_fatal_exit_handlers.reset();
 }
 
 void runtime::end_run(std::span<const std::byte> value) { m_runs->announce_run_end(true, value); }
@@ -190,9 +191,9 @@ std::vector<std::byte> runtime::wait_run_end() {
   return std::move(end.payload);
 }
 
-place_id runtime::here() const noexcept { return m_engine->here(); }
-place_id runtime::places() const noexcept { return m_engine->places(); }
-void runtime::set_coalescing(bool on) { m_engine->set_coalescing(on); }
+place_id runtime::here() const noexcept { return m_dispatcher->here(); }
+place_id runtime::places() const noexcept { return m_dispatcher->places(); }
+void runtime::set_coalescing(bool on) { m_dispatcher->set_coalescing(on); }
 std::uint64_t runtime::mpi_messages_sent() const {
   return local_message_counts().mpi_messages_sent;
 }
@@ -203,7 +204,7 @@ std::uint64_t runtime::holds_expired() const { return local_message_counts().fin
 
 std::string runtime::message_stats() const {
   const message_counts c = local_message_counts();
-  const auto t = m_engine->transport_counters(); // what the snapshot does not sum up
+  const auto t = m_dispatcher->transport_counters(); // what the snapshot does not sum up
   const double ratio = c.mpi_messages_sent == 0 ? 0.0
                                                 : static_cast<double>(c.logical_messages_sent) /
                                                       static_cast<double>(c.mpi_messages_sent);

@@ -2,7 +2,7 @@
 // in the state dump), and how a collective suspends and wakes its activity.
 #include "apgas/team.hpp"
 
-#include "apgas/detail/place_engine.hpp"
+#include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/detail/protocol_module.hpp"
 #include "apgas/detail/scheduler.hpp"
 #include "apgas/detail/worker.hpp"
@@ -24,14 +24,15 @@ namespace {
 /// dump lists what a hung collective waits for).
 class team_module final : public protocol_module {
 public:
-  explicit team_module(place_engine& engine)
-      : m_engine(engine), m_net(engine.net().collectives()), m_alive(std::make_shared<int>(0)) {
-    engine.describes_state_with<&team_module::describe>(*this, "collectives in flight");
+  explicit team_module(message_dispatcher& dispatcher)
+      : m_dispatcher(dispatcher), m_net(dispatcher.net().collectives()),
+        m_alive(std::make_shared<int>(0)) {
+    dispatcher.describes_state_with<&team_module::describe>(*this, "collectives in flight");
   }
   ~team_module() override { m_world.reset(); }
 
   static team_module& current() {
-    team_module* m = place_engine::current().find_module<team_module>();
+    team_module* m = message_dispatcher::current().find_module<team_module>();
     if (m == nullptr) [[unlikely]]
       throw std::logic_error("apgas: this runtime has no teams module");
     return *m;
@@ -42,7 +43,7 @@ public:
       throw std::logic_error("apgas: teams need a network with collectives (MPI or one place)");
     return *m_net;
   }
-  place_engine& engine() const noexcept { return m_engine; }
+  message_dispatcher& dispatcher() const noexcept { return m_dispatcher; }
   std::weak_ptr<int> alive() const noexcept { return m_alive; }
 
   std::shared_ptr<team_state> world();
@@ -73,7 +74,7 @@ public:
   }
 
 private:
-  place_engine& m_engine;
+  message_dispatcher& m_dispatcher;
   collective_network* m_net;
   std::shared_ptr<int> m_alive; ///< teams free their handle only while it lives
   std::mutex m_world_mutex;
@@ -84,8 +85,9 @@ private:
 
 } // namespace
 
-APGAS_REGISTER_PROTOCOL_MODULE(teams,
-                               [](place_engine& engine) { engine.add_module<team_module>(); });
+APGAS_REGISTER_PROTOCOL_MODULE(teams, [](message_dispatcher& dispatcher) {
+  dispatcher.add_module<team_module>();
+});
 
 /// One step of splitmix64: mixes team ids so that teams made in different ways differ.
 constexpr std::uint64_t mix_id(std::uint64_t x) noexcept {
@@ -150,7 +152,7 @@ std::coroutine_handle<> collective_waiter::suspend(promise_base& activity) {
   // thread's poll, which then makes the activity runnable).
   const std::coroutine_handle<> next = t_worker->suspend_for_external();
   module.list(*this);
-  module.engine().expect_message(); // idle workers poll eagerly meanwhile
+  module.dispatcher().expect_message(); // idle workers poll eagerly meanwhile
   if (m_phase.exchange(k_suspended, std::memory_order_acq_rel) == k_done) wake();
   return next;
 }
@@ -163,8 +165,8 @@ void collective_waiter::done(std::exception_ptr error) noexcept {
 void collective_waiter::wake() noexcept {
   team_module& module = *m_team->module;
   module.unlist(*this);
-  module.engine().expected_message_arrived();
-  module.engine().sched().inject(as_independent(m_activity));
+  module.dispatcher().expected_message_arrived();
+  module.dispatcher().sched().inject(as_independent(m_activity));
 }
 
 } // namespace detail

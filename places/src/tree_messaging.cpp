@@ -1,7 +1,7 @@
 // Messages up and down a tree of the places (see tree_messaging.hpp).
 #include "apgas/detail/tree_messaging.hpp"
 
-#include "apgas/detail/place_engine.hpp"
+#include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/detail/scheduler.hpp"
 #include "apgas/serialization.hpp"
 
@@ -29,17 +29,18 @@ void append_entry(std::vector<std::byte>& out, place_id root, message_kind kind,
 
 } // namespace
 
-tree_messaging::tree_messaging(place_engine& engine)
-    : m_engine(engine), m_here(engine.here()), m_places(engine.places()),
-      m_arity(engine.sched().opts().tree_arity),
-      m_kind_up(engine.add_handler<&tree_messaging::on_up>(*this, "tree up")),
-      m_kind_down(engine.add_handler<&tree_messaging::on_down>(*this, "tree down")) {
-  engine.after_each_delivery<&tree_messaging::flush_relays>(*this);
+tree_messaging::tree_messaging(message_dispatcher& dispatcher)
+    : m_dispatcher(dispatcher), m_here(dispatcher.here()), m_places(dispatcher.places()),
+      m_arity(dispatcher.sched().opts().tree_arity),
+      m_kind_up(dispatcher.add_handler<&tree_messaging::deliver_or_relay_up>(*this, "tree up")),
+      m_kind_down(
+          dispatcher.add_handler<&tree_messaging::deliver_and_pass_down>(*this, "tree down")) {
+  dispatcher.after_each_delivery<&tree_messaging::flush_relays>(*this);
 }
 
 void tree_messaging::deliver(place_id as_from, message_kind kind,
                              std::span<const std::byte> payload) {
-  m_engine.handle(as_from, kind, payload);
+  m_dispatcher.handle(as_from, kind, payload);
 }
 
 // ---- up ----------------------------------------------------------------------------------------
@@ -52,10 +53,10 @@ void tree_messaging::send_up(place_id root, message_kind kind, std::span<const s
   bytes.insert(bytes.end(), head.begin(), head.end());
   append_entry(bytes, root, kind, m_here, payload);
   m_counters.up_sent.fetch_add(1, std::memory_order_relaxed); // a statistic
-  m_engine.net().send_now(tree(root).parent(m_here), bytes);
+  m_dispatcher.net().send_now(tree(root).parent(m_here), bytes);
 }
 
-void tree_messaging::on_up(place_id /*from*/, std::span<const std::byte> body) {
+void tree_messaging::deliver_or_relay_up(place_id /*from*/, std::span<const std::byte> body) {
   byte_reader r(body);
   const auto count = deserialize<std::uint32_t>(r);
   for (std::uint32_t i = 0; i < count; ++i) {
@@ -99,7 +100,7 @@ void tree_messaging::flush_relays() noexcept {
       const std::uint32_t count = m_relay_counts[next];
       std::memcpy(bytes.data() + sizeof(message_kind), &count, sizeof count);
       m_counters.up_sent.fetch_add(1, std::memory_order_relaxed);
-      m_engine.net().send_now(next, bytes);
+      m_dispatcher.net().send_now(next, bytes);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "apgas: place %u: cannot relay messages up a tree: %s\n", m_here,
@@ -120,7 +121,7 @@ void tree_messaging::send_down(place_id to, place_id root, message_kind kind,
   serialize_all(w, m_kind_down, root, kind, targets);
   w.write_bytes(payload.data(), payload.size());
   m_counters.down_sent.fetch_add(1, std::memory_order_relaxed); // a statistic
-  m_engine.net().send_now(to, bytes);
+  m_dispatcher.net().send_now(to, bytes);
 }
 
 void tree_messaging::multicast(place_id root, const std::vector<place_id>& targets,
@@ -141,7 +142,7 @@ void tree_messaging::multicast(place_id root, const std::vector<place_id>& targe
                             });
 }
 
-void tree_messaging::on_down(place_id /*from*/, std::span<const std::byte> body) {
+void tree_messaging::deliver_and_pass_down(place_id /*from*/, std::span<const std::byte> body) {
   byte_reader r(body);
   const auto root = deserialize<place_id>(r);
   const auto kind = deserialize<message_kind>(r);

@@ -3,7 +3,7 @@
 // state dump's list of suspended whens. Every test runs under both policies and on 1, 2 and
 // 4 workers (4 oversubscribes this 2-core machine on purpose).
 #include <apgas/apgas.hpp>
-#include <apgas/detail/place_engine.hpp>
+#include <apgas/detail/message_dispatcher.hpp>
 
 #include "../stderr_pipe.hpp"
 #include <gtest/gtest.h>
@@ -260,10 +260,10 @@ TEST_P(atomic_test, the_state_dump_lists_suspended_whens_with_their_call_site) {
     co_await finish(apgas::policy::work_first, [&]() -> task<> {
       for (int i = 0; i < 2; ++i) co_await async(wait_for_gate(go));
       wait_until_suspended(2);
-      dump = apgas::detail::place_engine::current().describe_state();
+      dump = apgas::detail::message_dispatcher::current().describe_state();
       co_await atomic([&] { go = true; });
     });
-    after = apgas::detail::place_engine::current().describe_state();
+    after = apgas::detail::message_dispatcher::current().describe_state();
   });
   EXPECT_NE(dump.find("suspended whens:\n    2 suspended, at 1 call site(s):\n"), std::string::npos)
       << dump;

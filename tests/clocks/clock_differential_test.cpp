@@ -12,7 +12,7 @@
 // reported the same way, with the place's state, and ends the job.
 #include <apgas/apgas.hpp>
 #include <apgas/clock.hpp>
-#include <apgas/detail/place_engine.hpp>
+#include <apgas/detail/message_dispatcher.hpp>
 #include <apgas/global_ref.hpp>
 
 #include "../places_test_main.hpp"
@@ -396,7 +396,7 @@ private:
                      "clock_differential_test: program of seed %llu runs for over a minute (a "
                      "hang):\n%s\nplace 0's state:\n%s\n",
                      static_cast<unsigned long long>(m_seed), m_text.c_str(),
-                     apgas::detail::place_engine::current().describe_state().c_str());
+                     apgas::detail::message_dispatcher::current().describe_state().c_str());
         std::fflush(stderr);
         std::abort();
       }

@@ -4,7 +4,7 @@
 #include <apgas/apgas.hpp>
 #include <apgas/atomic.hpp>
 #include <apgas/clock.hpp>
-#include <apgas/detail/place_engine.hpp>
+#include <apgas/detail/message_dispatcher.hpp>
 
 #include "../places_test_main.hpp"
 #include <gtest/gtest.h>
@@ -283,7 +283,7 @@ TEST(clock_rules, a_clock_whose_registrations_are_all_gone_is_freed) {
   std::string dump;
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   do {
-    dump = apgas::detail::place_engine::current().describe_state();
+    dump = apgas::detail::message_dispatcher::current().describe_state();
     if (dump.find("clocks: none") != std::string::npos) break;
     std::this_thread::yield();
   } while (std::chrono::steady_clock::now() < give_up);

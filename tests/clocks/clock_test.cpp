@@ -2,7 +2,7 @@
 // step, reductions, drops, misuse, many more activities than workers, lazy and eager alike.
 #include <apgas/apgas.hpp>
 #include <apgas/clock.hpp>
-#include <apgas/detail/place_engine.hpp>
+#include <apgas/detail/message_dispatcher.hpp>
 
 #include "../places_test_main.hpp"
 #include <gtest/gtest.h>
@@ -418,7 +418,7 @@ TEST(clock, the_state_dump_lists_a_clock_and_what_its_phase_waits_for) {
       co_await apgas::async(apgas::clocked(c), [](clock mine) -> task<> {
         co_await mine.advance(); // waits for the maker
       });
-      dump = apgas::detail::place_engine::current().describe_state();
+      dump = apgas::detail::message_dispatcher::current().describe_state();
       co_await c.advance();
     });
     co_return dump;

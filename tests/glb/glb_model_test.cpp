@@ -1,5 +1,5 @@
 // The termination argument of GLB's lifeline protocol, checked on its discrete-event model
-// (bench/glb/lifeline_model.hpp) under random message delays that reorder messages, with work
+// (models/lifeline_model.hpp) under random message delays that reorder messages, with work
 // that appears late, work that starts anywhere, and every batch size from one item. A full GLB
 // run of several places needs one runtime per process (the multi-place tests run it under
 // mpiexec); the model runs the protocol's state machine, as the library has it, at every place
@@ -39,10 +39,10 @@ TEST(glb_model, terminates_exactly_when_the_work_is_done_under_random_delays) {
     for (unsigned n : {1U, 7U, 64U}) {
       for (std::uint64_t seed = 1; seed <= 25; ++seed) {
         config c = small(places, seed * 7919 + places);
-        c.n = n;
+        c.items_per_batch = n;
         c.items = 3000;
         c.layout = static_cast<start_layout>(seed % 3);
-        c.l = seed % 2 == 0 ? 2 : 32;
+        c.lifeline_base = seed % 2 == 0 ? 2 : 32;
         c.tree = seed % 4 != 3;
         const auto r = model(c).run();
         EXPECT_TRUE(r.errors.empty())
@@ -57,11 +57,11 @@ TEST(glb_model, work_that_appears_late_is_never_lost_nor_ends_the_run_early) {
   for (glb_model::place_id places : {2U, 4U, 9U, 32U}) {
     for (std::uint64_t seed = 1; seed <= 40; ++seed) {
       config c = small(places, seed);
-      c.n = 1 + seed % 5;
+      c.items_per_batch = 1 + seed % 5;
       c.chain = 60;
       c.burst_every = 15;
       c.burst = 500;
-      c.w = 1 + seed % 3;
+      c.random_steals = 1 + seed % 3;
       const auto r = model(c).run();
       EXPECT_TRUE(r.errors.empty()) << places << " places, seed " << seed << errors_of(r);
       EXPECT_EQ(r.processed, 60U + 4U * 500U);
@@ -83,7 +83,7 @@ TEST(glb_model, counting_lifeline_loot_is_what_keeps_termination_from_coming_ear
   int caught = 0;
   for (std::uint64_t seed = 1; seed <= 40 && caught == 0; ++seed) {
     config c = small(8, seed);
-    c.n = 4;
+    c.items_per_batch = 4;
     c.chain = 40;
     c.burst_every = 10;
     c.burst = 200;
@@ -100,7 +100,7 @@ TEST(glb_model, spreads_from_one_place_to_a_thousand_in_a_few_rounds) {
   const auto r = model(c).run();
   EXPECT_TRUE(r.errors.empty()) << errors_of(r);
   EXPECT_EQ(r.places_never_fed, 0U);
-  const double round = static_cast<double>(c.latency + c.n * c.t_item);
+  const double round = static_cast<double>(c.latency + c.items_per_batch * c.t_item);
   EXPECT_LT(static_cast<double>(r.spread) / round, 12.0); // log3(1000) is 6.3
   EXPECT_LT(r.steal_messages_mean, 100.0);                // nothing O(places) per place
 }

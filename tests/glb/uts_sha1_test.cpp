@@ -1,11 +1,14 @@
 // UTS's SHA-1 implementations give the same digests: the AVX-512 one (16 lanes, any parents),
 // the interleaved SHA-instruction one (on siblings and on pairs of different parents), OpenSSL's
-// paths and the portable one, and the
-// known SHA-1 of the root of T1 (seed 19).
+// paths and the portable one, and the known SHA-1 of 20 zero bytes; and the instruction paths are
+// the ones taken where the CPU has the instructions.
 #include "apgas_apps/uts.hpp"
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -20,6 +23,21 @@ std::string hex(const uts::digest& d) {
     s += buf;
   }
   return s;
+}
+
+/// The CPU's flags as the kernel lists them (the first processor's "flags" line of
+/// /proc/cpuinfo); none where there is no such file.
+std::set<std::string> cpu_flags() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    std::set<std::string> flags;
+    for (std::string flag; words >> flag;) flags.insert(flag);
+    return flags;
+  }
+  return {};
 }
 
 uts::digest some_state(std::uint32_t i) {
@@ -107,10 +125,24 @@ TEST(uts_sha1, the_portable_digest_of_20_zero_bytes_is_sha1s) {
   EXPECT_EQ(hex(d), "6768033e216468247bd031a0a2d9876d79818f8f"); // SHA-1 of 20 zero bytes
 }
 
-TEST(uts_sha1, the_instructions_are_used_where_the_cpu_has_them) {
+// The tests above check the SHA-instruction and AVX-512 paths only where they are taken: each
+// falls back (to OpenSSL, to the SHA-instruction path) on a CPU without its instructions, and
+// would fault if it took them there. The kernel's list of the CPU's flags says independently
+// which paths should be taken.
+TEST(uts_sha1, the_instruction_paths_are_taken_exactly_where_the_cpu_has_the_instructions) {
+  const std::set<std::string> flags = cpu_flags();
+  if (flags.empty()) GTEST_SKIP() << "no CPU flags in /proc/cpuinfo to compare with";
   std::printf("sha1_shani uses the CPU's SHA instructions: %s; sha1_avx512 uses AVX-512: %s\n",
               uts::sha1_shani::uses_sha_instructions() ? "yes" : "no (OpenSSL path)",
               uts::sha1_avx512::uses_avx512() ? "yes" : "no (SHA-instruction path)");
+#if defined(__x86_64__)
+  EXPECT_EQ(uts::sha1_shani::uses_sha_instructions(),
+            flags.contains("sha_ni") && flags.contains("sse4_1"));
+  EXPECT_EQ(uts::sha1_avx512::uses_avx512(), flags.contains("avx512f"));
+#elif !defined(__i386__)
+  EXPECT_FALSE(uts::sha1_shani::uses_sha_instructions()); // no such instructions here
+  EXPECT_FALSE(uts::sha1_avx512::uses_avx512());
+#endif
 }
 
 } // namespace

@@ -20,7 +20,7 @@ foreach(file lib/cmake/apgas/apgasConfig.cmake lib/cmake/apgas/apgasConfigVersio
   endif()
 endforeach()
 # The transport's private headers stay in the source tree.
-file(GLOB_RECURSE private "${prefix}/include/*transport_mpi.hpp" "${prefix}/include/*coalescer.hpp")
+file(GLOB_RECURSE private "${prefix}/include/*mpi_transport.hpp" "${prefix}/include/*coalescer.hpp")
 if(private)
   message(FATAL_ERROR "private headers installed: ${private}")
 endif()

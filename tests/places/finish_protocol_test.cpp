@@ -1,9 +1,9 @@
 // The distributed finish counting protocol against random schedules: random activity trees
 // over P places, activities delivered in random order across sources (in order per source),
-// reports in any order (even two of one place: the engine takes them in order but may send
+// reports in any order (even two of one place: the dispatcher takes them in order but may send
 // them out of order), proxies reporting at once or later, activities ending at random times.
 // A proxy holds every report after its first until the home asks for it, and its first too
-// once it received `stream` activities, as the engine does (with small values of `stream`
+// once it received `stream` activities, as the dispatcher does (with small values of `stream`
 // here, 1 to 4, and one too big to matter): a held report is released by nothing else here,
 // so a missing ask shows as a finish that never terminates. Termination must be declared exactly
 // once, exactly when nothing is alive or in flight.

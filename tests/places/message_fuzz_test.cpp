@@ -1,17 +1,17 @@
 // Damaged messages against every message handler of a place (no MPI): messages of each kind,
 // well-formed first, then truncated, with bits flipped, with fields replaced by random values,
-// and wholly random, are handed to the engine as a poll would. Each must be handled or refused
-// with an exception (which the engine turns into a clear end of the job), never read out of
+// and wholly random, are handed to the dispatcher as a poll would. Each must be handled or refused
+// with an exception (which the dispatcher turns into a clear end of the job), never read out of
 // bounds, crash or jump to code that is not a registered entry point. Run under ASan and UBSan
 // by the sanitizer preset. Deterministic (seeded) and bounded in time for CI.
 #include <apgas/apgas.hpp>
 #include <apgas/detail/exception_codec.hpp>
+#include <apgas/detail/message_dispatcher.hpp>
 #include <apgas/detail/message_format.hpp>
-#include <apgas/detail/place_engine.hpp>
 #include <apgas/detail/place_modules.hpp>
 #include <apgas/detail/scheduler.hpp>
 
-#include "transport_fake.hpp"
+#include "../fake_places.hpp"
 #include <gtest/gtest.h>
 
 #include <array>
@@ -32,63 +32,28 @@ using namespace apgas::detail;
 
 std::atomic<long> g_ran{0}; // what the registered remote functions below did
 
-/// A transport that is one endpoint of a fake network (the engine owns its transport).
-class endpoint_transport final : public transport {
-public:
-  explicit endpoint_transport(transport& endpoint) : m_ep(endpoint) {}
-  place_id here() const noexcept override { return m_ep.here(); }
-  place_id places() const noexcept override { return m_ep.places(); }
-  void send(place_id to, std::span<const std::byte> message) override { m_ep.send(to, message); }
-  void send_merged(place_id to, const merge_head& head, std::size_t body_size,
-                   message_writer write_body, const void* context) override {
-    m_ep.send_merged(to, head, body_size, write_body, context);
-  }
-  void flush() override { m_ep.flush(); }
-  std::size_t poll() override { return m_ep.poll(); }
-  void set_handler(handler h) override { m_ep.set_handler(std::move(h)); }
-  void set_batch_end_handler(batch_end_handler h) override {
-    m_ep.set_batch_end_handler(std::move(h));
-  }
-  bool quiescent() const override { return m_ep.quiescent(); }
-  transport_stats stats() const override { return m_ep.stats(); }
-  void barrier() override { m_ep.barrier(); }
-
-private:
-  transport& m_ep;
-};
-
-apgas::options one_worker() {
-  apgas::options o;
-  o.threads = 1;
-  o.pin_workers = false;
-  return o;
-}
-
 /// Place 1 of a network of 3, with every module the runtime builds; the test thread is its only
 /// message handler (the scheduler never polls: it has no network).
 struct fuzzed_place {
   fuzzed_place() {
-    engine = std::make_unique<place_engine>(
-        sched, std::make_unique<endpoint_transport>(network.endpoint(1)));
-    modules = add_place_modules(*engine, sched.opts());
+    modules = add_place_modules(place.dispatcher, place.sched.opts());
     active_messages::set_current(modules.messages);
   }
   ~fuzzed_place() {
     // The activities that damaged-but-valid messages started run to their end first (a
     // scheduler that stops leaves queued items behind).
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while ((sched.work_visible() || sched.parked_workers() != 1) &&
+    while ((place.sched.work_visible() || place.sched.parked_workers() != 1) &&
            std::chrono::steady_clock::now() < deadline)
       std::this_thread::yield();
     // Joining the worker orders its last strand ends (which touch the proxies) before the
-    // modules free them; its going to sleep alone does not.
-    sched.stop();
+    // modules free them (with the dispatcher); its going to sleep alone does not.
+    place.sched.stop();
     active_messages::set_current(nullptr);
-    engine.reset();
   }
   fake_network network{3};
-  scheduler sched{one_worker()};
-  std::unique_ptr<place_engine> engine;
+  apgas_test::fake_place place{network, 1};
+  message_dispatcher& dispatcher = place.dispatcher;
   place_modules modules{};
 };
 
@@ -125,7 +90,7 @@ std::int64_t batch_entry() {
   return code_offset(reinterpret_cast<const void*>(fn));
 }
 
-std::vector<sample> samples(const place_engine& engine) {
+std::vector<sample> samples(const message_dispatcher& dispatcher) {
   std::vector<sample> s;
   const std::int64_t plain = plain_entry();
   const place_id home = 0;
@@ -179,12 +144,12 @@ std::vector<sample> samples(const place_engine& engine) {
   {
     std::vector<std::byte> down;
     apgas::byte_writer w(down);
-    apgas::serialize_all(w, place_id{0}, engine.kind_named("finish cleanup"),
+    apgas::serialize_all(w, place_id{0}, dispatcher.kind_named("finish cleanup"),
                          std::vector<place_id>{1});
     w.write_bytes(packed(home, serial).data(), 12);
     s.push_back({"tree down", down});
     std::vector<std::byte> up =
-        packed(std::uint32_t{1}, place_id{0}, engine.kind_named("finish ask"), place_id{2},
+        packed(std::uint32_t{1}, place_id{0}, dispatcher.kind_named("finish ask"), place_id{2},
                std::uint32_t{12});
     const auto id = packed(home, serial);
     up.insert(up.end(), id.begin(), id.end());
@@ -197,24 +162,24 @@ std::vector<sample> samples(const place_engine& engine) {
 void deliver(fuzzed_place& p, apgas::detail::message_kind kind, std::span<const std::byte> body,
              long& refused) {
   try {
-    p.engine->handle(0, kind, body);
-    p.engine->end_delivery(); // as the end of a poll's deliveries does
+    p.dispatcher.handle(0, kind, body);
+    p.dispatcher.end_delivery(); // as the end of a poll's deliveries does
   } catch (const std::exception&) {
     ++refused;
-    p.engine->end_delivery();
+    p.dispatcher.end_delivery();
   }
 }
 
 TEST(message_fuzz, damaged_messages_are_handled_or_refused_never_crash) {
   fuzzed_place p;
   std::mt19937_64 rng(20261125);
-  const auto all = samples(*p.engine);
+  const auto all = samples(p.dispatcher);
   long delivered = 0;
   long refused = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   for (int round = 0; round < 4000 && std::chrono::steady_clock::now() < deadline; ++round) {
     for (const sample& s : all) {
-      const message_kind kind = p.engine->kind_named(s.kind);
+      const message_kind kind = p.dispatcher.kind_named(s.kind);
       ASSERT_NE(kind, 0) << s.kind;
       std::vector<std::byte> body = s.body;
       switch (rng() % 5) {
@@ -256,8 +221,8 @@ TEST(message_fuzz, a_code_offset_that_names_no_entry_point_is_refused) {
   const std::int64_t stray = code_offset(reinterpret_cast<const void*>(&code_anchor));
   long refused = 0;
   const auto body = packed(place_id{0}, std::uint64_t{7}, stray, std::int64_t{5});
-  deliver(p, p.engine->kind_named("plain async"), body, refused);
-  deliver(p, p.engine->kind_named("rpc"), packed(stray, std::uint64_t{1}), refused);
+  deliver(p, p.dispatcher.kind_named("plain async"), body, refused);
+  deliver(p, p.dispatcher.kind_named("rpc"), packed(stray, std::uint64_t{1}), refused);
   EXPECT_EQ(refused, 2);
 }
 
@@ -265,7 +230,7 @@ TEST(message_fuzz, a_reply_to_no_waiting_request_is_refused) {
   fuzzed_place p;
   long refused = 0;
   for (std::uint64_t token : {std::uint64_t{0}, std::uint64_t{1} << 32, ~std::uint64_t{0}})
-    deliver(p, p.engine->kind_named("reply"), packed(token, std::uint8_t{1}), refused);
+    deliver(p, p.dispatcher.kind_named("reply"), packed(token, std::uint8_t{1}), refused);
   EXPECT_EQ(refused, 3);
 }
 

@@ -441,7 +441,7 @@ static_assert(verdict_v<std::tuple<int&>> == ser_kind::bad_reference);
 
 // --- Writer and reader -------------------------------------------------------------------
 
-TEST(ByteWriter, OwnsItsBufferOrAppendsToTheGivenOne) {
+TEST(byte_writer, owns_its_buffer_or_appends_to_the_given_one) {
   byte_writer owned;
   apgas::serialize(owned, std::int32_t{7});
   EXPECT_EQ(owned.size(), 4U);
@@ -465,7 +465,7 @@ TEST(ByteWriter, OwnsItsBufferOrAppendsToTheGivenOne) {
   EXPECT_EQ(w2.bytes().size(), 4U);
 }
 
-TEST(ByteReader, ReadsAreBoundsChecked) {
+TEST(byte_reader, reads_are_bounds_checked) {
   const bytes_t bytes{std::byte{1}, std::byte{2}, std::byte{3}};
   byte_reader r(bytes);
   std::byte two[2];
@@ -484,7 +484,7 @@ TEST(ByteReader, ReadsAreBoundsChecked) {
   EXPECT_NO_THROW((void)r.read_span(0));
 }
 
-TEST(ByteReader, ErrorsSayWhatAndWhere) {
+TEST(byte_reader, errors_say_what_and_where) {
   const bytes_t bytes = apgas::to_bytes(std::int32_t{1});
   byte_reader r(bytes);
   try {
@@ -497,7 +497,7 @@ TEST(ByteReader, ErrorsSayWhatAndWhere) {
   static_assert(std::is_base_of_v<std::runtime_error, serialization_error>);
 }
 
-TEST(ByteReader, ReadLengthChecksAgainstTheBytesLeft) {
+TEST(byte_reader, read_length_checks_against_the_bytes_left) {
   byte_writer w;
   w.write_length(3);
   w.write_bytes(bytes_t(12).data(), 12);
@@ -517,7 +517,7 @@ TEST(ByteReader, ReadLengthChecksAgainstTheBytesLeft) {
 
 // --- Round trips -------------------------------------------------------------------------
 
-TEST(RoundTrip, Arithmetic) {
+TEST(round_trip, arithmetic) {
   check(std::int32_t{-123456});
   check(std::numeric_limits<std::int64_t>::min());
   check(std::numeric_limits<std::uint64_t>::max());
@@ -538,13 +538,13 @@ TEST(RoundTrip, Arithmetic) {
   EXPECT_EQ(apgas::serialized_size(true), 1U);
 }
 
-TEST(RoundTrip, Enums) {
+TEST(round_trip, enums) {
   check(color::blue);
   check(legacy_b);
   EXPECT_EQ(apgas::serialized_size(color::green), 1U);
 }
 
-TEST(RoundTrip, TriviallyCopyableStruct) {
+TEST(round_trip, trivially_copyable_struct) {
   check(pod{42, 2.5, {'a', 'b', 'c'}, color::green});
   EXPECT_EQ(apgas::serialized_size(pod{}), sizeof(pod));
   check(std::complex<double>(1.5, -2.0));
@@ -552,7 +552,7 @@ TEST(RoundTrip, TriviallyCopyableStruct) {
   check(std::bitset<70>(0x123456789ULL));
 }
 
-TEST(RoundTrip, Strings) {
+TEST(round_trip, strings) {
   check(std::string());
   check(std::string("hello, places"));
   check(std::string("with\0nul", 8));
@@ -563,7 +563,7 @@ TEST(RoundTrip, Strings) {
   EXPECT_EQ(apgas::serialized_size(std::string("abc")), 8U + 3U);
 }
 
-TEST(RoundTrip, Vectors) {
+TEST(round_trip, vectors) {
   check(std::vector<int>{});
   check(std::vector<int>{1, 2, 3, -4});
   check(std::vector<double>(1000, 0.5));
@@ -577,7 +577,7 @@ TEST(RoundTrip, Vectors) {
   EXPECT_EQ(apgas::serialized_size(std::vector<int>{1, 2, 3}), 8U + 12U);
 }
 
-TEST(RoundTrip, VectorsReadFromAnyAlignment) {
+TEST(round_trip, vectors_read_from_any_alignment) {
   // A vector's elements are read straight from the message bytes, wherever the vector starts
   // in it (here after 1 to 7 bytes): every element must come back, the first and last ones
   // included.
@@ -595,7 +595,7 @@ TEST(RoundTrip, VectorsReadFromAnyAlignment) {
   }
 }
 
-TEST(RoundTrip, VectorOfBoolIsPacked) {
+TEST(round_trip, vector_of_bool_is_packed) {
   for (std::size_t n : {0, 1, 7, 8, 9, 64, 100}) {
     std::vector<bool> v(n);
     for (std::size_t i = 0; i < n; ++i) v[i] = (i * 7) % 3 == 0;
@@ -604,13 +604,13 @@ TEST(RoundTrip, VectorOfBoolIsPacked) {
   }
 }
 
-TEST(RoundTrip, OtherSequences) {
+TEST(round_trip, other_sequences) {
   check(std::deque<int>{});
   check(std::deque<int>{5, 6, 7});
   check(std::list<std::string>{"x", "", "yz"});
 }
 
-TEST(RoundTrip, Arrays) {
+TEST(round_trip, arrays) {
   check(std::array<int, 4>{1, 2, 3, 4});
   check(std::array<int, 0>{});
   check(std::array<std::string, 3>{"a", "", "c"});
@@ -619,7 +619,7 @@ TEST(RoundTrip, Arrays) {
   EXPECT_EQ(apgas::serialized_size(std::array<int, 4>{}), 16U);
 }
 
-TEST(RoundTrip, CArrays) {
+TEST(round_trip, c_arrays) {
   const int ints[4] = {1, -2, 3, -4};
   const bytes_t bytes = apgas::to_bytes(ints);
   EXPECT_EQ(bytes.size(), sizeof ints);
@@ -644,7 +644,7 @@ TEST(RoundTrip, CArrays) {
   }
 }
 
-TEST(RoundTrip, PairsAndTuples) {
+TEST(round_trip, pairs_and_tuples) {
   check(std::pair<int, std::string>{7, "seven"});
   check(std::tuple<>{});
   check(std::tuple<int, std::string, std::vector<double>, bool>{1, "one", {1.0}, true});
@@ -652,7 +652,7 @@ TEST(RoundTrip, PairsAndTuples) {
   EXPECT_EQ(apgas::serialized_size(std::tuple<>{}), 0U);
 }
 
-TEST(RoundTrip, Optionals) {
+TEST(round_trip, optionals) {
   check(std::optional<int>{});
   check(std::optional<int>{5});
   check(std::optional<std::string>{"x"});
@@ -660,7 +660,7 @@ TEST(RoundTrip, Optionals) {
   EXPECT_EQ(apgas::serialized_size(std::optional<int>{}), 1U);
 }
 
-TEST(RoundTrip, Variants) {
+TEST(round_trip, variants) {
   using v_t = std::variant<std::monostate, int, std::string, std::vector<int>, int>;
   check(v_t{});
   check(v_t{std::in_place_index<1>, 5});
@@ -680,7 +680,7 @@ struct throws_on_int {
   void serialize(A&) {}
 };
 
-TEST(RoundTrip, ValuelessVariantCannotBeWritten) {
+TEST(round_trip, valueless_variant_cannot_be_written) {
   std::variant<int, throws_on_int> v;
   EXPECT_THROW(v.emplace<throws_on_int>(1), std::runtime_error);
   ASSERT_TRUE(v.valueless_by_exception());
@@ -688,7 +688,7 @@ TEST(RoundTrip, ValuelessVariantCannotBeWritten) {
   EXPECT_THROW(apgas::serialize(w, v), serialization_error);
 }
 
-TEST(RoundTrip, MapsAndSets) {
+TEST(round_trip, maps_and_sets) {
   check(std::map<std::string, int>{});
   check(std::map<std::string, int>{{"a", 1}, {"b", 2}});
   check(std::multimap<int, std::string>{{1, "x"}, {1, "y"}, {0, "z"}});
@@ -701,7 +701,7 @@ TEST(RoundTrip, MapsAndSets) {
   check(std::unordered_multiset<std::string>{"a", "a"});
 }
 
-TEST(RoundTrip, NestedContainers) {
+TEST(round_trip, nested_containers) {
   using nested =
       std::vector<std::map<std::string, std::optional<std::pair<int, std::vector<double>>>>>;
   nested value(3);
@@ -721,7 +721,7 @@ inner make_inner(std::string name, int n) {
   return i;
 }
 
-TEST(UserTypes, MemberSerialize) {
+TEST(user_types, member_serialize) {
   check(make_inner("alpha", 3));
   check(inner{});
   outer o;
@@ -737,7 +737,7 @@ TEST(UserTypes, MemberSerialize) {
   check(std::map<inner, std::optional<inner>>{{make_inner("k", 1), std::nullopt}});
 }
 
-TEST(UserTypes, DeclaredSerializationWinsOverBytewiseCopy) {
+TEST(user_types, declared_serialization_wins_over_bytewise_copy) {
   const partial p{5, 6};
   EXPECT_EQ(apgas::to_bytes(p).size(), sizeof(int));
   const partial back = round_trip(p);
@@ -749,12 +749,12 @@ TEST(UserTypes, DeclaredSerializationWinsOverBytewiseCopy) {
   EXPECT_EQ(round_trip(s).m_v, 0x2345U);
 }
 
-TEST(UserTypes, Recursive) {
+TEST(user_types, recursive) {
   tree t{1, {tree{2, {}}, tree{3, {tree{4, {}}}}}};
   check(t);
 }
 
-TEST(UserTypes, DerivedWithItsOwnSerialize) {
+TEST(user_types, derived_with_its_own_serialize) {
   derived_ok d;
   d.m_a = 1;
   d.m_b = 2;
@@ -763,7 +763,7 @@ TEST(UserTypes, DerivedWithItsOwnSerialize) {
   EXPECT_EQ(back.m_b, 2);
 }
 
-TEST(UserTypes, AdlFunctions) {
+TEST(user_types, adl_functions) {
   check(geo::point(3, -4));
   check(std::vector<geo::point>{geo::point(1, 2), geo::point(3, 4)});
   check(std::optional<geo::point>(geo::point(5, 6)));
@@ -774,7 +774,7 @@ TEST(UserTypes, AdlFunctions) {
   EXPECT_EQ(apgas::serialized_size(geo::point(1, 2)), 8U);
 }
 
-TEST(UserTypes, InPlaceDeserialize) {
+TEST(user_types, in_place_deserialize) {
   outer o;
   o.m_inner = make_inner("x", 4);
   const bytes_t bytes = apgas::to_bytes(o);
@@ -790,7 +790,7 @@ TEST(UserTypes, InPlaceDeserialize) {
   EXPECT_EQ(i, 17);
 }
 
-TEST(UserTypes, ElementsThatWriteNothing) {
+TEST(user_types, elements_that_write_nothing) {
   EXPECT_EQ(apgas::to_bytes(nothing{}).size(), 0U);
   check(std::vector<nothing>{});
   // A receiver could not bound the count of elements that take no bytes: refused when sent.
@@ -803,7 +803,7 @@ TEST(UserTypes, ElementsThatWriteNothing) {
 
 // --- Argument packs ----------------------------------------------------------------------
 
-TEST(ArgumentPacks, SerializeAllReadsBackInOrder) {
+TEST(argument_packs, serialize_all_reads_back_in_order) {
   byte_writer w;
   const std::string s = "two";
   apgas::serialize_all(w, 1, s, std::vector<double>{3.0}, geo::point(4, 4), make_inner("five", 5));
@@ -826,7 +826,7 @@ TEST(ArgumentPacks, SerializeAllReadsBackInOrder) {
   }
 }
 
-TEST(ArgumentPacks, Empty) {
+TEST(argument_packs, empty) {
   byte_writer w;
   apgas::serialize_all(w);
   EXPECT_EQ(w.size(), 0U);
@@ -849,7 +849,7 @@ void expect_huge_count_rejected_cheaply() {
   }
 }
 
-TEST(CorruptInput, HugeCountsThrowWithoutAllocating) {
+TEST(corrupt_input, huge_counts_throw_without_allocating) {
   expect_huge_count_rejected_cheaply<std::string>();
   expect_huge_count_rejected_cheaply<std::u32string>();
   expect_huge_count_rejected_cheaply<std::vector<int>>();
@@ -868,14 +868,14 @@ TEST(CorruptInput, HugeCountsThrowWithoutAllocating) {
   expect_huge_count_rejected_cheaply<inner>(); // its string's count
 }
 
-TEST(CorruptInput, CountJustBeyondTheBytesLeft) {
+TEST(corrupt_input, count_just_beyond_the_bytes_left) {
   bytes_t bytes = apgas::to_bytes(std::vector<std::int32_t>{1, 2, 3});
   const std::uint64_t four = 4;
   std::memcpy(bytes.data(), &four, sizeof four);
   EXPECT_THROW((void)apgas::from_bytes<std::vector<std::int32_t>>(bytes), serialization_error);
 }
 
-TEST(CorruptInput, CheckedBytes) {
+TEST(corrupt_input, checked_bytes) {
   EXPECT_THROW((void)apgas::from_bytes<bool>(bytes_t{std::byte{2}}), serialization_error);
   EXPECT_THROW((void)apgas::from_bytes<std::optional<int>>(bytes_t{std::byte{7}}),
                serialization_error);
@@ -914,7 +914,7 @@ void fuzz(const T& value, std::mt19937_64& rng, int rounds) {
   }
 }
 
-TEST(CorruptInput, RandomCorruptionOnlyEverThrowsSerializationError) {
+TEST(corrupt_input, random_corruption_only_ever_throws_serialization_error) {
   std::mt19937_64 rng(12345);
   using nested =
       std::vector<std::map<std::string, std::optional<std::pair<int, std::vector<double>>>>>;

@@ -1,10 +1,10 @@
 // A place started without mpirun (one place, the loopback transport): idle, its workers sleep
 // without a time limit (no watcher), and a message it sends itself wakes one of them.
 #include <apgas/apgas.hpp>
-#include <apgas/detail/place_engine.hpp>
+#include <apgas/detail/message_dispatcher.hpp>
 #include <apgas/detail/place_modules.hpp>
 
-#include "transport_single.hpp"
+#include "single_place_transport.hpp"
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -20,10 +20,10 @@ using namespace std::chrono_literals;
 struct single_place {
   explicit single_place(unsigned threads) : local(make_options(threads)) {
     apgas::detail::active_messages::set_current(
-        apgas::detail::add_place_modules(engine, local.opts()).messages);
-    local.sched().set_network(&engine);
+        apgas::detail::add_place_modules(dispatcher, local.opts()).messages);
+    local.sched().set_network(&dispatcher);
   }
-  ~single_place() { // as apgas::runtime: the workers stop before the engine goes
+  ~single_place() { // as apgas::runtime: the workers stop before the dispatcher goes
     local.sched().stop();
     local.sched().set_network(nullptr);
     apgas::detail::active_messages::set_current(nullptr);
@@ -35,7 +35,8 @@ struct single_place {
     return o;
   }
   apgas::local_runtime local;
-  apgas::detail::place_engine engine{local.sched(), apgas::detail::make_single_place_transport()};
+  apgas::detail::message_dispatcher dispatcher{local.sched(),
+                                               apgas::detail::make_single_place_transport()};
 };
 
 /// Yields until `done()` or the deadline; returns done().

@@ -1,5 +1,5 @@
 // Real places against the simulation of docs/scaling.md: the workloads of
-// bench/scaling/protocol_model.hpp (a finish with one activity at every place, for_each_place,
+// models/protocol_model.hpp (a finish with one activity at every place, for_each_place,
 // at_each_place, a clock phase with a registrant at every place) run on 1, 2 and 4 places, and
 // every place's counts of what it sent, per kind of message, must be the ones the model gives
 // for the same places and options (--tree-arity, --clock-all-to-all-places). Every place runs
@@ -14,7 +14,7 @@
 // lie between its own entries plus one message for all it relayed, and its own entries plus
 // one message per relayed entry.
 #include <apgas/apgas.hpp>
-#include <apgas/detail/place_engine.hpp>
+#include <apgas/detail/message_dispatcher.hpp>
 #include <apgas/detail/tree_messaging.hpp>
 
 #include "../places_test_main.hpp"
@@ -51,55 +51,55 @@ apgas::runtime* g_rt = nullptr;
 /// messages are the same every time (see measure).
 class drain_module final : public detail::protocol_module {
 public:
-  explicit drain_module(detail::place_engine& engine)
-      : m_engine(engine),
-        m_kind_start(engine.add_handler<&drain_module::on_start>(*this, "test drain start")),
-        m_kind_probe(engine.add_handler<&drain_module::on_probe>(*this, "test drain probe")),
-        m_kind_ack(engine.add_handler<&drain_module::on_ack>(*this, "test drain ack")),
-        m_kind_done(engine.add_handler<&drain_module::on_done>(*this, "test drain done")) {}
+  explicit drain_module(detail::message_dispatcher& dispatcher)
+      : m_dispatcher(dispatcher),
+        m_kind_start(dispatcher.add_handler<&drain_module::on_start>(*this, "test drain start")),
+        m_kind_probe(dispatcher.add_handler<&drain_module::on_probe>(*this, "test drain probe")),
+        m_kind_ack(dispatcher.add_handler<&drain_module::on_ack>(*this, "test drain ack")),
+        m_kind_done(dispatcher.add_handler<&drain_module::on_done>(*this, "test drain done")) {}
 
   static drain_module& current() {
-    return *detail::place_engine::current().find_module<drain_module>();
+    return *detail::message_dispatcher::current().find_module<drain_module>();
   }
 
   /// @brief At place 0: returns once every place's probe has been acknowledged by every other
   /// place. Polls the network meanwhile (the caller's worker serves the messages).
   void drain_all() {
-    const place_id places = m_engine.places();
+    const place_id places = m_dispatcher.places();
     if (places == 1) return;
     // relaxed: only this thread resets it, before any probe leaves.
     m_done.store(0, std::memory_order_relaxed);
     for (place_id p = 1; p < places; ++p) send(p, m_kind_start);
     start();
     // acquire: the handlers' increments come after their places' acknowledgements.
-    while (m_done.load(std::memory_order_acquire) < places) (void)m_engine.poll();
+    while (m_done.load(std::memory_order_acquire) < places) (void)m_dispatcher.poll();
   }
 
 private:
   void send(place_id to, detail::message_kind kind) {
     const std::byte bytes[1] = {static_cast<std::byte>(kind)};
-    m_engine.net().send_now(to, bytes);
+    m_dispatcher.net().send_now(to, bytes);
   }
   void start() {
     m_acks = 0;
     std::vector<place_id> others;
-    for (place_id p = 0; p < m_engine.places(); ++p)
-      if (p != m_engine.here()) others.push_back(p);
-    m_engine.find_module<detail::tree_messaging>()->multicast(m_engine.here(), others, m_kind_probe,
-                                                              {});
+    for (place_id p = 0; p < m_dispatcher.places(); ++p)
+      if (p != m_dispatcher.here()) others.push_back(p);
+    m_dispatcher.find_module<detail::tree_messaging>()->multicast(m_dispatcher.here(), others,
+                                                                  m_kind_probe, {});
   }
   void on_start(place_id, std::span<const std::byte>) { start(); }
   void on_probe(place_id root, std::span<const std::byte>) { send(root, m_kind_ack); }
   void on_ack(place_id, std::span<const std::byte>) {
-    if (++m_acks != m_engine.places() - 1) return;
-    if (m_engine.here() == 0) m_done.fetch_add(1, std::memory_order_release); // see drain_all
+    if (++m_acks != m_dispatcher.places() - 1) return;
+    if (m_dispatcher.here() == 0) m_done.fetch_add(1, std::memory_order_release); // see drain_all
     else send(0, m_kind_done);
   }
   void on_done(place_id, std::span<const std::byte>) {
     m_done.fetch_add(1, std::memory_order_release); // see drain_all
   }
 
-  detail::place_engine& m_engine;
+  detail::message_dispatcher& m_dispatcher;
   detail::message_kind m_kind_start;
   detail::message_kind m_kind_probe;
   detail::message_kind m_kind_ack;
@@ -108,8 +108,8 @@ private:
   std::atomic<place_id> m_done{0}; ///< places whose probe every other place acknowledged
 };
 
-APGAS_REGISTER_PROTOCOL_MODULE(scaling_test_drain, [](detail::place_engine& engine) {
-  engine.add_module<drain_module>();
+APGAS_REGISTER_PROTOCOL_MODULE(scaling_test_drain, [](detail::message_dispatcher& dispatcher) {
+  dispatcher.add_module<drain_module>();
 });
 
 // ---- reading the counters ---------------------------------------------------------------------
@@ -131,7 +131,7 @@ snapshot read_here() {
   snapshot s;
   s.m = apgas::local_message_counts();
   const detail::tree_counters& t =
-      detail::place_engine::current().find_module<detail::tree_messaging>()->counters();
+      detail::message_dispatcher::current().find_module<detail::tree_messaging>()->counters();
   s.up_sent = t.up_sent.load(relaxed);
   s.entries_relayed = t.entries_relayed.load(relaxed);
   s.down_sent = t.down_sent.load(relaxed);

@@ -70,6 +70,8 @@ template <class T>
 class advance_awaiter;
 template <class F, class Clocks, class... A>
 class clocked_async_at_awaiter;
+template <class Body, class... Clocks>
+class clocked_async_awaiter;
 class make_clock_awaiter;
 class adopt_clock_awaiter;
 template <class Body, class... Regs>
@@ -207,6 +209,32 @@ requires(sizeof...(Clocks) >= 1 && (std::is_same_v<Clocks, clock> && ...))
     [[nodiscard]] detail::clocked_spawn<Clocks...> clocked(Clocks&... clocks) {
   return detail::clocked_spawn<Clocks...>{{&clocks...}};
 }
+
+/// @brief Starts `body(registrations...)` as an activity registered on the clocks of
+/// `clocked(c...)`, governed by the caller's finish. body takes one apgas::clock per clock (by
+/// value to keep it, or by reference) and returns a task<> or nothing.
+template <class... Clocks, class Body>
+APGAS_AWAIT_IT detail::clocked_async_awaiter<std::decay_t<Body>, Clocks...>
+async(detail::clocked_spawn<Clocks...> spawn, Body&& body);
+
+/// @brief Starts f(registrations..., args...) at place p, registered on the clocks of
+/// `clocked(c...)`, governed by the caller's finish. f captures nothing (as for any async_at).
+template <class... Clocks, class F, class... Args>
+APGAS_AWAIT_IT detail::clocked_async_at_awaiter<F, detail::clocked_spawn<Clocks...>, Args...>
+async_at(place_id p, detail::clocked_spawn<Clocks...> spawn, F f, Args&&... args);
+
+/// @brief Ends the current phase of every given clock, then waits until each has ended: X10's
+/// advanceAll over the activity's clocks (each moves exactly one phase; deadlock-free whatever
+/// the order of the clocks, since every clock is resumed before any wait).
+template <class... Clocks>
+requires((std::is_same_v<Clocks, clock> && ...)) task<> advance_all(Clocks&... clocks);
+
+/// @brief X10's `clocked finish`: a finish whose body is registered on a new clock, given to it
+/// as body(clock&). Clocked asyncs of the body register on it; the body's registration drops
+/// when the body ends (the finish then waits for the clocked activities without holding their
+/// phases back).
+template <class Body>
+APGAS_AWAIT_IT task<> clocked_finish(Body body, signal s = signal::lazy);
 
 } // namespace apgas
 

@@ -13,32 +13,33 @@
 
 namespace apgas::glb {
 
-/// @brief The lifeline protocol's parameters (X10 GLB's n, w, l, z, m). The defaults are the
-/// options table's.
+/// @brief The lifeline protocol's parameters (X10 GLB's n, w, l, z, m, named in each field's
+/// comment). The defaults are the options table's.
 struct parameters {
-  /// Items a bag processes (one process() call) between two looks at steal requests.
-  unsigned n = options{}.glb_n;
-  /// Random steal attempts of a place that ran out of work before it waits on its lifelines
-  /// (0: as many as it has lifelines, z).
-  unsigned w = options{}.glb_w;
-  /// Base of the lifeline graph (a cyclic hypercube: place ids as digits in base l).
-  unsigned l = options{}.glb_l;
-  /// Lifelines per place (0: the smallest z with l^z >= places).
-  unsigned z = options{}.glb_z;
-  /// Random victims a place draws at the start of a run; its steals pick among them.
-  unsigned m = options{}.glb_m;
+  /// n: items a bag processes (one process() call) between two looks at steal requests.
+  unsigned items_per_batch = options{}.glb_n;
+  /// w: random steal attempts of a place that ran out of work before it waits on its lifelines
+  /// (0: as many as it has lifelines, lifeline_count).
+  unsigned random_steals = options{}.glb_w;
+  /// l: base of the lifeline graph (a cyclic hypercube: place ids as digits in base l).
+  unsigned lifeline_base = options{}.glb_l;
+  /// z: lifelines per place (0: the smallest z with l^z >= places).
+  unsigned lifeline_count = options{}.glb_z;
+  /// m: random victims a place draws at the start of a run; its steals pick among them.
+  unsigned random_victims = options{}.glb_m;
   /// Places without work at the start wait on a tree (place h feeds 3h+1 .. 3h+3) besides
   /// their lifelines: work from place 0 reaches P places in log3 P hops.
   bool tree = options{}.glb_tree;
 
   /// @brief The options' values (--glb-n etc.).
   static parameters from(const options& o) noexcept;
-  /// @brief The values in force at `places` places: w and z resolved, l at least 2.
+  /// @brief The values in force at `places` places: random_steals and lifeline_count
+  /// resolved, lifeline_base at least 2.
   parameters resolved(std::uint32_t places) const noexcept;
 
   template <class A>
   void serialize(A& a) {
-    a& n& w& l& z& m& tree;
+    a& items_per_batch& random_steals& lifeline_base& lifeline_count& random_victims& tree;
   }
 };
 

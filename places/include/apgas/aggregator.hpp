@@ -38,20 +38,18 @@
 ///  - Ordering: none between updates, as between any asyncs.
 #pragma once
 
+#include "apgas/detail/aggregator_batches.hpp"
 #include "apgas/global_ref.hpp"
 #include "apgas/place.hpp"
 
 #include <algorithm>
-#include <coroutine>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <exception>
-#include <iterator>
 #include <memory>
 #include <span>
 #include <stdexcept>
-#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -59,124 +57,14 @@
 
 namespace apgas {
 
-namespace detail {
-
-/// @brief The bytes of one buffered update: its arguments, back to back (as
-/// write_bitwise_args writes them).
-template <class... Args>
-inline constexpr std::size_t k_update_bytes = (std::size_t{0} + ... + sizeof(Args));
-
-/// @brief Reads one update's arguments from `at` (unaligned, as written).
-template <class... Args>
-[[gnu::always_inline]] inline std::tuple<Args...> read_update(const std::byte* at) noexcept {
-  std::tuple<Args...> args;
-  std::apply([&at](Args&... a) { ((std::memcpy(&a, at, sizeof a), at += sizeof a), ...); }, args);
-  return args;
+/// @brief `auto agg = co_await make_aggregator<F, T, Args...>()`: an aggregator of updates
+/// F{}(T&, Args...) owned by the calling activity, with buffers of `bytes_per_place` bytes
+/// (rounded down to whole updates, at least one). @throws std::logic_error without a runtime.
+template <class F, class T, class... Args>
+APGAS_AWAIT_IT detail::make_aggregator_awaiter<F, T, Args...> make_aggregator(
+    std::size_t bytes_per_place = aggregator<F, T, Args...>::k_default_bytes_per_place) {
+  return {bytes_per_place};
 }
-
-} // namespace detail
-
-/// @brief The updates of one batch as they arrived, for an F that takes a whole batch
-/// (`F{}(T&, apgas::updates<Args...>)`): an input range whose elements are the updates'
-/// arguments, read from the received bytes (a value for one argument, else a std::tuple).
-/// Valid during the call only.
-template <class... Args>
-class updates {
-  static constexpr std::size_t k_bytes = detail::k_update_bytes<Args...>;
-
-public:
-  using value_type =
-      std::conditional_t<sizeof...(Args) == 1, std::tuple_element_t<0, std::tuple<Args...>>,
-                         std::tuple<Args...>>;
-  class iterator {
-  public:
-    using value_type = updates::value_type;
-    using difference_type = std::ptrdiff_t;
-    iterator() = default;
-    explicit iterator(const std::byte* at) noexcept : m_at(at) {}
-    [[gnu::always_inline]] value_type operator*() const noexcept {
-      if constexpr (sizeof...(Args) == 1) {
-        value_type v;
-        std::memcpy(&v, m_at, sizeof v);
-        return v;
-      } else {
-        return detail::read_update<Args...>(m_at);
-      }
-    }
-    iterator& operator++() noexcept {
-      m_at += k_bytes;
-      return *this;
-    }
-    iterator operator++(int) noexcept {
-      iterator old = *this;
-      m_at += k_bytes;
-      return old;
-    }
-    friend bool operator==(const iterator&, const iterator&) = default;
-
-  private:
-    const std::byte* m_at = nullptr;
-  };
-
-  explicit updates(std::span<const std::byte> bytes) noexcept : m_bytes(bytes) {}
-  iterator begin() const noexcept { return iterator(m_bytes.data()); }
-  iterator end() const noexcept { return iterator(m_bytes.data() + m_bytes.size()); }
-  /// @brief The number of updates.
-  std::size_t size() const noexcept { return m_bytes.size() / k_bytes; }
-
-private:
-  std::span<const std::byte> m_bytes; ///< a whole number of updates
-};
-
-namespace detail {
-
-/// @brief F takes a whole batch (see updates) rather than one update at a time.
-template <class F, class T, class... Args>
-inline constexpr bool k_takes_batches = std::is_invocable_v<const F&, T&, updates<Args...>>;
-
-/// @brief Text for a batch whose updates failed: how many, and what the first said.
-std::string describe_failed_updates(std::size_t failed, std::size_t total,
-                                    const std::exception_ptr& first);
-
-/// @brief A batch of an aggregator where it arrives, run by the message handler (see the batch
-/// message in active_messages.hpp): the target, then the updates' arguments. F takes the whole
-/// batch, or each update runs F on the target and one that throws fails alone.
-template <class F, class T, class... Args>
-void run_update_batch(byte_reader& r) {
-  constexpr std::size_t k_bytes = k_update_bytes<Args...>;
-  const auto target = deserialize<global_ref<T>>(r);
-  const std::span<const std::byte> items = r.read_span(r.remaining());
-  if (items.size() % k_bytes != 0) [[unlikely]]
-    r.fail("an aggregated batch of " + std::to_string(items.size()) +
-           " bytes, not a whole "
-           "number of " +
-           std::to_string(k_bytes) + "-byte updates");
-  T& object = *target; // throws bad_place unless the batch came to the target's home
-  if constexpr (k_takes_batches<F, T, Args...>) {
-    F{}(object, updates<Args...>(items));
-  } else {
-    std::size_t failed = 0;
-    std::exception_ptr first;
-    const std::byte* at = items.data();
-    const std::byte* const end = at + items.size();
-    for (; at != end; at += k_bytes) {
-      try {
-        std::tuple<Args...> args = read_update<Args...>(at);
-        std::apply([&object](Args&... a) { F{}(object, a...); }, args);
-      } catch (...) {
-        if (failed++ == 0) first = std::current_exception();
-      }
-    }
-    if (failed == 1) std::rethrow_exception(first);
-    if (failed > 1)
-      throw std::runtime_error(describe_failed_updates(failed, items.size() / k_bytes, first));
-  }
-}
-
-template <class F, class T, class... Args>
-struct make_aggregator_awaiter;
-
-} // namespace detail
 
 /// @brief Buffers remote updates F{}(*target, args...) per destination place and sends each
 /// buffer as one activity of its owner's finish (see the top of this file). Made by
@@ -322,32 +210,56 @@ private:
   std::vector<buffer> m_buffers;  ///< by destination place
 };
 
-namespace detail {
-/// @brief co_await make_aggregator<...>(): an aggregator bound to the caller's finish.
-template <class F, class T, class... Args>
-struct make_aggregator_awaiter {
-  std::size_t bytes_per_place;
-  finish_state* finish = nullptr;
-  bool await_ready() const noexcept { return false; }
-  template <class P>
-  bool await_suspend(std::coroutine_handle<P> caller) noexcept {
-    require_apgas_caller<P>();
-    finish = caller.promise().m_finish;
-    return false;
-  }
-  aggregator<F, T, Args...> await_resume() const {
-    return aggregator<F, T, Args...>(*finish, bytes_per_place);
-  }
-};
-} // namespace detail
+/// @brief The updates of one batch as they arrived, for an F that takes a whole batch
+/// (`F{}(T&, apgas::updates<Args...>)`): an input range whose elements are the updates'
+/// arguments, read from the received bytes (a value for one argument, else a std::tuple).
+/// Valid during the call only.
+template <class... Args>
+class updates {
+  static constexpr std::size_t k_bytes = detail::k_update_bytes<Args...>;
 
-/// @brief `auto agg = co_await make_aggregator<F, T, Args...>()`: an aggregator of updates
-/// F{}(T&, Args...) owned by the calling activity, with buffers of `bytes_per_place` bytes
-/// (rounded down to whole updates, at least one). @throws std::logic_error without a runtime.
-template <class F, class T, class... Args>
-APGAS_AWAIT_IT detail::make_aggregator_awaiter<F, T, Args...> make_aggregator(
-    std::size_t bytes_per_place = aggregator<F, T, Args...>::k_default_bytes_per_place) {
-  return {bytes_per_place};
-}
+public:
+  using value_type =
+      std::conditional_t<sizeof...(Args) == 1, std::tuple_element_t<0, std::tuple<Args...>>,
+                         std::tuple<Args...>>;
+  class iterator {
+  public:
+    using value_type = updates::value_type;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    explicit iterator(const std::byte* at) noexcept : m_at(at) {}
+    [[gnu::always_inline]] value_type operator*() const noexcept {
+      if constexpr (sizeof...(Args) == 1) {
+        value_type v;
+        std::memcpy(&v, m_at, sizeof v);
+        return v;
+      } else {
+        return detail::read_update<Args...>(m_at);
+      }
+    }
+    iterator& operator++() noexcept {
+      m_at += k_bytes;
+      return *this;
+    }
+    iterator operator++(int) noexcept {
+      iterator old = *this;
+      m_at += k_bytes;
+      return old;
+    }
+    friend bool operator==(const iterator&, const iterator&) = default;
+
+  private:
+    const std::byte* m_at = nullptr;
+  };
+
+  explicit updates(std::span<const std::byte> bytes) noexcept : m_bytes(bytes) {}
+  iterator begin() const noexcept { return iterator(m_bytes.data()); }
+  iterator end() const noexcept { return iterator(m_bytes.data() + m_bytes.size()); }
+  /// @brief The number of updates.
+  std::size_t size() const noexcept { return m_bytes.size() / k_bytes; }
+
+private:
+  std::span<const std::byte> m_bytes; ///< a whole number of updates
+};
 
 } // namespace apgas

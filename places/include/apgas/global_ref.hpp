@@ -1,7 +1,15 @@
 /// @file References that cross places: global_ref<T> (one object at its home place) and
 /// place_local<T> (one object per place, found at each place by a shared id).
+///
+///     long count = 0;
+///     apgas::global_ref<long> ref(count);                    // count lives here
+///     co_await apgas::at(ref.home(), [](apgas::global_ref<long> r) { ++*r; }, ref);
+///
+///     auto hits = co_await apgas::place_local<long>::make([](apgas::place_id) { return 0L; });
+///     co_await apgas::for_each_place([](apgas::place_local<long> h) { ++h.get(); }, hits);
 #pragma once
 
+#include "apgas/detail/place_local_registry.hpp"
 #include "apgas/finish.hpp"
 #include "apgas/place.hpp"
 #include "apgas/serialization.hpp"
@@ -9,16 +17,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
+#include <stdexcept>
 #include <type_traits>
-#include <unordered_map>
 
 namespace apgas {
-
-namespace detail {
-/// @brief Throws what dereferencing a null global_ref, or one away from `home`, throws.
-[[noreturn, gnu::cold]] void throw_global_ref_misuse(place_id home, bool null);
-} // namespace detail
 
 /// @brief A reference to an object at its home place. It can be sent anywhere; it can be
 /// dereferenced only at home (send an activity there with async_at/at to use it).
@@ -50,39 +52,6 @@ private:
   std::uint32_t m_zero = 0;     ///< fills what would be padding (its bytes travel too)
   std::uintptr_t m_address = 0; ///< meaningful only at m_home
 };
-
-namespace detail {
-/// @brief The objects of place_local handles at this place, by id. Thread-safety: any thread.
-class place_local_registry {
-public:
-  static place_local_registry& instance() {
-    static place_local_registry r;
-    return r;
-  }
-  void put(std::uint64_t id, std::shared_ptr<void> object) {
-    std::lock_guard guard(m_mutex);
-    m_objects[id] = std::move(object);
-  }
-  void* get(std::uint64_t id) const {
-    std::lock_guard guard(m_mutex);
-    auto it = m_objects.find(id);
-    return it == m_objects.end() ? nullptr : it->second.get();
-  }
-  void erase(std::uint64_t id) {
-    std::lock_guard guard(m_mutex);
-    m_objects.erase(id);
-  }
-  std::uint64_t next_id(place_id here) {
-    std::lock_guard guard(m_mutex);
-    return (static_cast<std::uint64_t>(here) << 40) | ++m_counter;
-  }
-
-private:
-  mutable std::mutex m_mutex;
-  std::unordered_map<std::uint64_t, std::shared_ptr<void>> m_objects;
-  std::uint64_t m_counter = 0;
-};
-} // namespace detail
 
 /// @brief One T per place, found by a shared id: send the handle anywhere and get() the
 /// object of the place you are at (X10's PlaceLocalHandle).

@@ -26,8 +26,8 @@
 namespace apgas {
 
 namespace detail {
-class exit_reports;
-class place_engine;
+class fatal_exit_handlers;
+class message_dispatcher;
 class run_protocol;
 } // namespace detail
 
@@ -155,11 +155,11 @@ private:
 
   struct mpi_session;
   /// One line at a place's end by a signal or an uncaught exception; the last to go.
-  std::unique_ptr<detail::exit_reports> m_exit_reports;
+  std::unique_ptr<detail::fatal_exit_handlers> m_fatal_exit_handlers;
   std::unique_ptr<mpi_session> m_mpi;     ///< MPI_Init .. MPI_Finalize, if launched
   std::unique_ptr<local_runtime> m_local; ///< the workers of this place
-  /// The place's message engine and its protocol modules (owned by the engine).
-  std::unique_ptr<detail::place_engine> m_engine;
+  /// The place's message dispatcher and its protocol modules (owned by the dispatcher).
+  std::unique_ptr<detail::message_dispatcher> m_dispatcher;
   detail::run_protocol* m_runs = nullptr;
 };
 

@@ -1,6 +1,7 @@
-// The in-process fake network (see transport_fake.hpp).
+// The in-process fake network (see fake_transport.hpp).
+#include "fake_transport.hpp"
+
 #include "transport_base.hpp"
-#include "transport_fake.hpp"
 
 #include <algorithm>
 #include <atomic>

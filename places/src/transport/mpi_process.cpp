@@ -1,7 +1,9 @@
-// The process-level MPI calls (see transport_mpi.hpp): MPI's start and end, the job's abort,
+// The process-level MPI calls (see mpi_process.hpp): MPI's start and end, the job's abort,
 // and whether an MPI launcher started this process. Each is made before any transport exists
 // or after the last one is gone, so they need no lock.
-#include "mpi_common.hpp"
+#include "mpi_process.hpp"
+
+#include "mpi_calls.hpp"
 
 #include <algorithm>
 #include <array>

@@ -10,7 +10,7 @@
 #include "apgas/detail/collective_network.hpp"
 #include "apgas/detail/spin_lock.hpp"
 
-#include "mpi_common.hpp"
+#include "mpi_calls.hpp"
 
 #include <atomic>
 #include <string>

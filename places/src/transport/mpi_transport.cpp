@@ -1,5 +1,5 @@
-// The transport over MPI (see transport_mpi.hpp; MPI's start and end are in mpi_process.cpp).
-// With mpi_process.cpp, the only code of the project that includes mpi.h (via mpi_common.hpp).
+// The transport over MPI (see mpi_transport.hpp; MPI's start and end are in mpi_process.cpp).
+// With the other files that include mpi_calls.hpp, the only code of the project that calls MPI.
 //
 // Every MPI call is made under m_net_lock (or, for process-level calls, before/after any
 // transport exists), so MPI_THREAD_SERIALIZED is enough. Sends: one MPI_Isend per sealed
@@ -22,11 +22,12 @@
 // into MPI that would otherwise lie on the path of every `at` round trip), and reposting in
 // completion order keeps the posting order a ring. The coalescer keeps logical messages
 // in order inside and across network messages.
+#include "mpi_transport.hpp"
+
+#include "mpi_calls.hpp"
 #include "mpi_collectives.hpp"
-#include "mpi_common.hpp"
 #include "mpi_rma.hpp"
 #include "transport_base.hpp"
-#include "transport_mpi.hpp"
 
 #include <algorithm>
 #include <array>

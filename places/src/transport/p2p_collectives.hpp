@@ -14,7 +14,7 @@
 
 #include "apgas/detail/collective_network.hpp"
 
-#include "mpi_common.hpp"
+#include "mpi_calls.hpp"
 
 #include <cstddef>
 #include <exception>

@@ -1,9 +1,10 @@
 // The transport of a program started without mpirun: one place, loopback only, on the
 // in-process network (so that even a single place exercises the same message paths).
+#include "single_place_transport.hpp"
+
 #include "apgas/detail/collective_network.hpp"
 
-#include "transport_fake.hpp"
-#include "transport_single.hpp"
+#include "fake_transport.hpp"
 
 #include <atomic>
 #include <cstring>

@@ -208,14 +208,14 @@ TEST(glb, runs_in_a_row_ignore_each_others_late_messages) {
 
 TEST(glb, fine_grained_batches_and_other_graphs) {
   apgas::glb::parameters p = apgas::glb::default_parameters();
-  p.n = 1;
-  p.l = 2; // a hypercube
-  p.w = 3;
+  p.items_per_batch = 1;
+  p.lifeline_base = 2; // a hypercube
+  p.random_steals = 3;
   p.tree = false;
   run_and_check(flat(20'000), layout::at_place_0, p);
-  p.n = 64;
-  p.z = 1; // one lifeline each: a ring
-  p.m = 1;
+  p.items_per_batch = 64;
+  p.lifeline_count = 1; // one lifeline each: a ring
+  p.random_victims = 1;
   run_and_check(flat(20'000), layout::at_last_place, p);
 }
 

@@ -1,5 +1,5 @@
 // Must not compile: at() refers to its arguments until awaited, so it is awaited where it is
-// called; a kept one is awaited with std::move (see remote_call in place.hpp).
+// called; a kept one is awaited with std::move (see apgas::at_call in place.hpp).
 #include <apgas/apgas.hpp>
 
 #include <vector>

@@ -72,7 +72,7 @@ TEST(places, finish_counts_every_remote_async) {
 }
 
 /// A plain struct: bitwise, so a plain async carrying it is written straight into the
-/// coalescing buffer (see place_engine::send_plain_async_written).
+/// coalescing buffer (see message_dispatcher::send_plain_async_written).
 struct mixed_fields {
   char tag;
   double weight;
@@ -169,7 +169,7 @@ std::atomic<std::uint64_t> g_sum{0}; // one per place (per process)
 TEST(places, a_delivery_of_more_plain_asyncs_than_a_block_holds_is_counted_whole) {
   // 300,000 asyncs of 8-byte arguments to this place and the next: merged 8,192 to a
   // message, a poll delivers megabytes of them, more than one block of plain asyncs
-  // (place_engine: k_max_plain_block_bytes) holds, so blocks are counted and made runnable
+  // (message_dispatcher: k_max_plain_block_bytes) holds, so blocks are counted and made runnable
   // in the middle of a delivery. Every async must run once, and the finish wait for all.
   constexpr std::uint64_t k_asyncs = 300000;
   const long ran = g_rt->run([]() -> task<long> {

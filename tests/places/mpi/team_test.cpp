@@ -3,7 +3,7 @@
 // operations (whose rank order must hold), sub-teams, misuse, and the state dump of a
 // collective that waits for a member.
 #include <apgas/apgas.hpp>
-#include <apgas/detail/place_engine.hpp>
+#include <apgas/detail/message_dispatcher.hpp>
 
 #include "../../places_test_main.hpp"
 #include <gtest/gtest.h>
@@ -301,7 +301,7 @@ struct dump_shows_the_waiting_barrier {
       // Place 0 waits in the barrier for us: its state dump says so.
       for (;;) {
         const std::string dump = co_await apgas::at(
-            0, [] { return apgas::detail::place_engine::current().describe_state(); });
+            0, [] { return apgas::detail::message_dispatcher::current().describe_state(); });
         if (dump.find("barrier on team 0") != std::string::npos &&
             dump.find("team_test.cpp") != std::string::npos)
           break;

@@ -1,5 +1,6 @@
 // The awaitables of <apgas/clock.hpp>: making a clock, advancing it, and starting clocked
-// activities here and at other places. Included at the end of clock.hpp.
+// activities here and at other places; and the definitions of the functions clock.hpp declares.
+// Included at the end of clock.hpp.
 #pragma once
 
 #include "apgas/clock.hpp"
@@ -313,40 +314,29 @@ detail::advance_awaiter<T> clock::advance(Op, T value, signal s) {
   return detail::advance_awaiter<T>(*this, s, &c, &value);
 }
 
-/// @brief Starts `body(registrations...)` as an activity registered on the clocks of
-/// `clocked(c...)`, governed by the caller's finish. body takes one apgas::clock per clock (by
-/// value to keep it, or by reference) and returns a task<> or nothing.
 template <class... Clocks, class Body>
-APGAS_AWAIT_IT auto async(detail::clocked_spawn<Clocks...> spawn, Body&& body) {
+detail::clocked_async_awaiter<std::decay_t<Body>, Clocks...>
+async(detail::clocked_spawn<Clocks...> spawn, Body&& body) {
   return detail::clocked_async_awaiter<std::decay_t<Body>, Clocks...>(spawn,
                                                                       std::forward<Body>(body));
 }
 
-/// @brief Starts f(registrations..., args...) at place p, registered on the clocks of
-/// `clocked(c...)`, governed by the caller's finish. f captures nothing (as for any async_at).
 template <class... Clocks, class F, class... Args>
-APGAS_AWAIT_IT auto async_at(place_id p, detail::clocked_spawn<Clocks...> spawn, F,
-                             Args&&... args) {
+detail::clocked_async_at_awaiter<F, detail::clocked_spawn<Clocks...>, Args...>
+async_at(place_id p, detail::clocked_spawn<Clocks...> spawn, F, Args&&... args) {
   detail::require_stateless<F>();
   return detail::clocked_async_at_awaiter<F, detail::clocked_spawn<Clocks...>, Args...>(
       p, spawn, std::forward<Args>(args)...);
 }
 
-/// @brief Ends the current phase of every given clock, then waits until each has ended: X10's
-/// advanceAll over the activity's clocks (each moves exactly one phase; deadlock-free whatever
-/// the order of the clocks, since every clock is resumed before any wait).
 template <class... Clocks>
 requires((std::is_same_v<Clocks, clock> && ...)) task<> advance_all(Clocks&... clocks) {
   (clocks.resume(), ...);
   (co_await clocks.advance(), ...);
 }
 
-/// @brief X10's `clocked finish`: a finish whose body is registered on a new clock, given to it
-/// as body(clock&). Clocked asyncs of the body register on it; the body's registration drops
-/// when the body ends (the finish then waits for the clocked activities without holding their
-/// phases back).
 template <class Body>
-APGAS_AWAIT_IT task<> clocked_finish(Body body, signal s = signal::lazy) {
+task<> clocked_finish(Body body, signal s) {
   co_await finish([&]() -> task<> {
     clock c = co_await clock::make(s);
     co_await body(c);

@@ -4,7 +4,7 @@
 
 namespace apgas::detail {
 
-/// @brief The message engine of a place, as seen by its idle workers.
+/// @brief The message dispatcher of a place, as seen by its idle workers.
 /// Thread-safety: any worker may call these concurrently (implementations try-lock).
 class network {
 public:

@@ -58,7 +58,7 @@ public:
   /// lock for all of them, and as many sleepers woken as there are items (up to every worker).
   void inject_all(std::span<const deque_item> items);
 
-  /// @brief Connects the place's message engine: idle workers poll it, and parked workers
+  /// @brief Connects the place's message dispatcher: idle workers poll it, and parked workers
   /// wake up now and then to do so (a place with nothing to do still sleeps almost all the
   /// time). pre: called before any activity runs; `net` outlives the workers (stop() first).
   void set_network(network* net) noexcept {
@@ -76,7 +76,7 @@ public:
   /// searcher polls, and parks only after asking the network again).
   void wake_for_network() noexcept { m_gate.notify_one(); }
 
-  /// @brief The connected message engine, or null (a one-place runtime).
+  /// @brief The connected message dispatcher, or null (a one-place runtime).
   network* net() const noexcept {
     // acquire: pairs with set_network's release.
     return m_network.load(std::memory_order_acquire);

@@ -30,8 +30,8 @@
 // it ends when they have all ended; it never ends early, and work is never lost. The
 // distributed finish (places/src/distributed_finish.hpp) counts exactly the activities that
 // async_at starts, each before it leaves its sender; the GLB module's messages go through the
-// transport alone (place_engine::net()), so no finish sees them. A thief waiting for its answer
-// is still a strand of its place's part of the finish (steal_awaiter suspends it as an `at`
+// transport alone (message_dispatcher::net()), so no finish sees them. A thief waiting for its
+// answer is still a strand of its place's part of the finish (steal_awaiter suspends it as an `at`
 // suspends its caller), so that part cannot go quiet meanwhile. Why, with most GLB messages
 // uncounted:
 // an activity ends only with an empty bag, so all work not yet done is always in (1) the bag
@@ -71,7 +71,7 @@
 #include <vector>
 
 namespace apgas::detail {
-class place_engine;
+class message_dispatcher;
 }
 
 namespace apgas::detail::glb {
@@ -99,7 +99,8 @@ enum class after_work : std::uint8_t {
 class place_base {
 public:
   /// @param resolved the run's parameters, resolved for its places.
-  place_base(std::uint64_t run, const apgas::glb::parameters& resolved, place_engine& engine);
+  place_base(std::uint64_t run, const apgas::glb::parameters& resolved,
+             message_dispatcher& dispatcher);
   virtual ~place_base();
   place_base(const place_base&) = delete;
   place_base& operator=(const place_base&) = delete;
@@ -196,7 +197,7 @@ private:
 
   std::uint64_t m_run;
   apgas::glb::parameters m_params;
-  place_engine& m_engine;
+  message_dispatcher& m_dispatcher;
   glb_module& m_module;
   place_id m_here;
   place_id m_places;
@@ -268,8 +269,8 @@ void install_place(std::shared_ptr<place_base> place);
 void uninstall_place(std::uint64_t run) noexcept;
 /// @brief The run with this id at this place if it is in progress here, else null.
 std::shared_ptr<place_base> find_place(std::uint64_t run);
-/// @brief The engine of this process's runtime (for the places' constructors).
-place_engine& current_engine();
+/// @brief The dispatcher of this process's runtime (for the places' constructors).
+message_dispatcher& current_dispatcher();
 
 /// @brief Items in `b`, for the loot statistics, if the bag can tell (a size() member).
 template <class Bag>
@@ -291,7 +292,7 @@ public:
   using result_type = typename Bag::result_type;
 
   typed_place(std::uint64_t run, const apgas::glb::parameters& resolved, Bag initial)
-      : place_base(run, resolved, current_engine()), m_initial(std::move(initial)),
+      : place_base(run, resolved, current_dispatcher()), m_initial(std::move(initial)),
         m_results(workers()) {}
 
   static typed_place& of(std::uint64_t run) { return static_cast<typed_place&>(place_of_run(run)); }
@@ -352,7 +353,7 @@ private:
   /// Processes `bag` until it is empty, serving steal requests and feeding idle local workers
   /// between batches.
   task<> drain(Bag& bag) {
-    const std::size_t n = params().n;
+    const std::size_t n = params().items_per_batch;
     const bool remote = places() > 1;
     const bool local = workers() > 1;
     std::uint64_t idle_rounds = 0; // process() did nothing while the bag said it had work
@@ -407,7 +408,7 @@ private:
 
   /// The thief's turn: random steals, then the lifelines. @return loot, counted as working.
   task<std::optional<Bag>> steal() {
-    for (unsigned i = 0; i < params().w; ++i) {
+    for (unsigned i = 0; i < params().random_steals; ++i) {
       if (!keep_stealing()) co_return std::nullopt; // the place works again
       std::optional<std::vector<std::byte>> answer = co_await steal_from(pick_victim());
       if (answer) {

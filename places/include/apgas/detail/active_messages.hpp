@@ -84,8 +84,8 @@ struct active_message_counters {
 /// @brief The active-message module of a place. Thread-safety: any thread.
 class active_messages final : public protocol_module {
 public:
-  /// @param finish the distributed finish module of the same engine.
-  active_messages(place_engine& engine, distributed_finish& finish);
+  /// @param finish the distributed finish module of the same dispatcher.
+  active_messages(message_dispatcher& dispatcher, distributed_finish& finish);
 
   /// @brief The module of this process's runtime. pre: a runtime exists.
   static active_messages& current();
@@ -196,7 +196,7 @@ private:
   /// True if this place ran an rpc lately (out of line: reads the clock; idle workers ask).
   bool served_rpcs_lately() const noexcept;
 
-  place_engine& m_engine;
+  message_dispatcher& m_dispatcher;
   distributed_finish& m_finish;
   scheduler& m_sched;
   transport* m_net;

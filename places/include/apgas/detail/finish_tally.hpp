@@ -179,7 +179,7 @@ private:
 
 /// @brief Place side: what one place's part of a remote finish did since its last report.
 /// Thread-safety: on_send from any thread; on_arrival and take_report under one lock of the
-/// caller's (the engine's proxy lock, which arrivals take anyway): arrivals then cost no
+/// caller's (the dispatcher's proxy lock, which arrivals take anyway): arrivals then cost no
 /// second lock.
 class proxy_tally {
 public:

@@ -14,7 +14,7 @@
 namespace apgas::detail {
 
 /// @brief A message kind: the first byte of every logical message, given to a protocol module
-/// when it registers a handler (see place_engine::add_handler).
+/// when it registers a handler (see message_dispatcher::add_handler).
 using message_kind = std::uint8_t;
 
 /// @brief Writes fields in their native bytes, exactly as serialize() writes scalars (the

@@ -1,7 +1,7 @@
 // A protocol module: one protocol of the places layer (active messages, the distributed finish,
 // the run's end; clocks and load balancing from their own folders), with its own message kinds
-// and state. The place engine owns the modules of its place and routes each message to the
-// handler its kind names (see place_engine.hpp).
+// and state. The message dispatcher owns the modules of its place and routes each message to the
+// handler its kind names (see message_dispatcher.hpp).
 //
 // Modules of this folder are created by the runtime. A module of another folder registers a
 // factory from a static initialiser (APGAS_REGISTER_PROTOCOL_MODULE): every runtime creates the
@@ -12,9 +12,9 @@
 
 namespace apgas::detail {
 
-class place_engine;
+class message_dispatcher;
 
-/// @brief Base of the protocol modules an engine owns (it destroys them, in the reverse order
+/// @brief Base of the protocol modules a dispatcher owns (it destroys them, in the reverse order
 /// of their creation, before its transport).
 class protocol_module {
 public:
@@ -26,8 +26,8 @@ protected:
   protocol_module& operator=(const protocol_module&) = delete;
 };
 
-/// @brief Creates a module (or several) for `engine`, with place_engine::add_module.
-using protocol_module_factory = void (*)(place_engine& engine);
+/// @brief Creates a module (or several) for `dispatcher`, with message_dispatcher::add_module.
+using protocol_module_factory = void (*)(message_dispatcher& dispatcher);
 
 /// @brief Registers a module factory that every runtime of this process calls at start-up
 /// (in the order of the names, which must be unique). Call it from a static initialiser,

@@ -2,7 +2,8 @@
 // everything above it (active messages, distributed finish, clocks, GLB) sees this interface,
 // so that protocols can be unit-tested on the in-process fake network and run unchanged over
 // MPI. The implementations and their factories are private to places/src/transport
-// (transport_fake.hpp, transport_mpi.hpp, transport_single.hpp): only this interface is public.
+// (fake_transport.hpp, mpi_transport.hpp, single_place_transport.hpp; MPI's start and end in
+// mpi_process.hpp): only this interface is public.
 //
 // A *logical* message is what send() is given; a *network* message is what leaves the place:
 // several logical messages gathered per destination (coalescing, see coalescer.hpp), because

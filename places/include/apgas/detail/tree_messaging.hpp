@@ -36,7 +36,7 @@ struct tree_counters {
 /// @brief The tree messaging module of a place. Thread-safety: any thread.
 class tree_messaging final : public protocol_module {
 public:
-  explicit tree_messaging(place_engine& engine);
+  explicit tree_messaging(message_dispatcher& dispatcher);
 
   /// @brief The tree rooted at `root` over this run's places.
   place_tree tree(place_id root) const noexcept { return place_tree(root, m_places, m_arity); }
@@ -50,15 +50,19 @@ public:
   const tree_counters& counters() const noexcept { return m_counters; }
 
 private:
-  void on_up(place_id from, std::span<const std::byte> body);
-  void on_down(place_id from, std::span<const std::byte> body);
+  /// The handler of `tree up`: hands each entry rooted here to its kind's handler and keeps
+  /// the others to relay toward their roots (flush_relays sends them).
+  void deliver_or_relay_up(place_id from, std::span<const std::byte> body);
+  /// The handler of `tree down`: passes the targets below this place on to its children, and
+  /// hands the payload to its kind's handler if this place is a target.
+  void deliver_and_pass_down(place_id from, std::span<const std::byte> body);
   /// Sends the entries relayed during a delivery, one message per next place.
   void flush_relays() noexcept;
   void send_down(place_id to, place_id root, message_kind kind,
                  const std::vector<place_id>& targets, std::span<const std::byte> payload);
   void deliver(place_id as_from, message_kind kind, std::span<const std::byte> payload);
 
-  place_engine& m_engine;
+  message_dispatcher& m_dispatcher;
   place_id m_here;
   place_id m_places;
   place_id m_arity;

@@ -9,11 +9,12 @@ using namespace apgas::detail::glb;
 
 model::model(const config& c) : m_c(c), m_rng(c.seed ^ 0x243F6A8885A308D3ULL), m_places(c.places) {
   if (m_c.places == 0) throw std::invalid_argument("glb_model: no places");
-  m_c.n = std::max(m_c.n, 1U);
-  m_c.l = std::max(m_c.l, 2U);
-  m_c.m = std::max(m_c.m, 1U);
-  if (m_c.z == 0) m_c.z = lifeline_dimensions(m_c.places, m_c.l);
-  if (m_c.w == 0) m_c.w = m_c.z;
+  m_c.items_per_batch = std::max(m_c.items_per_batch, 1U);
+  m_c.lifeline_base = std::max(m_c.lifeline_base, 2U);
+  m_c.random_victims = std::max(m_c.random_victims, 1U);
+  if (m_c.lifeline_count == 0)
+    m_c.lifeline_count = lifeline_dimensions(m_c.places, m_c.lifeline_base);
+  if (m_c.random_steals == 0) m_c.random_steals = m_c.lifeline_count;
   if (m_c.chain > 0) {
     m_total = m_c.chain + (m_c.burst_every == 0 ? 0 : (m_c.chain / m_c.burst_every) * m_c.burst);
   } else {
@@ -21,7 +22,8 @@ model::model(const config& c) : m_c(c), m_rng(c.seed ^ 0x243F6A8885A308D3ULL), m
   }
   for (place_id h = 0; h < m_c.places; ++h) {
     place& pl = m_places[h];
-    if (m_c.places > 1) pl.lifelines = lifelines_of(h, m_c.places, m_c.l, m_c.z);
+    if (m_c.places > 1)
+      pl.lifelines = lifelines_of(h, m_c.places, m_c.lifeline_base, m_c.lifeline_count);
     pl.registered.assign(pl.lifelines.size(), false);
   }
   if (m_c.chain > 0) {
@@ -130,7 +132,7 @@ void model::run_next(place_id p, time_ns t) {
 
 void model::start_batch(place_id p, time_ns t) {
   place& pl = m_places[p];
-  const std::uint64_t k = std::min<std::uint64_t>(m_c.n, size(pl.work));
+  const std::uint64_t k = std::min<std::uint64_t>(m_c.items_per_batch, size(pl.work));
   pl.in_batch = true;
   pl.batch = k;
   m_events.push({t + static_cast<time_ns>(k) * m_c.t_item, m_seq++, p, true, msg::start, 0, 0});
@@ -200,7 +202,7 @@ void model::thief_step(place_id p, time_ns t) {
     pl.thief = false;
     return end_activity(p, t);
   }
-  if (pl.attempts == m_c.w) { // give up: the lifelines
+  if (pl.attempts == m_c.random_steals) { // give up: the lifelines
     pl.thief = false;
     for (std::size_t i = 0; i < pl.lifelines.size(); ++i) {
       if (pl.registered[i]) continue;
@@ -238,10 +240,11 @@ void model::start_quiet(place_id p, time_ns t) {
 place_id model::pick_victim(place_id p) {
   const place_id others = m_c.places - 1;
   std::uint64_t v = 0;
-  if (others <= m_c.m) {
+  if (others <= m_c.random_victims) {
     v = m_rng.below(others);
   } else { // victim i of p's m, as drawn once at the start
-    random_source draw((std::uint64_t{p} << 32) ^ m_rng.below(m_c.m) ^ (m_c.seed << 16));
+    random_source draw((std::uint64_t{p} << 32) ^ m_rng.below(m_c.random_victims) ^
+                       (m_c.seed << 16));
     v = draw.below(others);
   }
   return static_cast<place_id>(v >= p ? v + 1 : v);

@@ -4,7 +4,7 @@
 #include "apgas/detail/transport.hpp"
 
 #include "coalescer.hpp"
-#include "transport_fake.hpp"
+#include "fake_transport.hpp"
 #include <gtest/gtest.h>
 
 #include <array>
@@ -102,7 +102,7 @@ void ignore_all(transport& t) {
 
 // ---- coalescing -----------------------------------------------------------------------------
 
-TEST(TransportFake, CoalescesSmallMessages) {
+TEST(fake_transport, coalesces_small_messages) {
   fake_network net(2);
   transport& a = net.endpoint(0);
   transport& b = net.endpoint(1);
@@ -130,7 +130,7 @@ TEST(TransportFake, CoalescesSmallMessages) {
             << sa.mpi_messages_sent << " network messages\n";
 }
 
-TEST(TransportFake, FullBuffersLeaveWithoutFlush) {
+TEST(fake_transport, full_buffers_leave_without_flush) {
   apgas::options options;
   options.coalesce_bytes = 1024;
   options.flush_us = flush_us(1h); // only fullness may send
@@ -155,7 +155,7 @@ TEST(TransportFake, FullBuffersLeaveWithoutFlush) {
             << s.mpi_messages_sent << " network messages\n";
 }
 
-TEST(TransportFake, BuffersShrinkToFitTheMemoryBudgetAtManyPlaces) {
+TEST(fake_transport, buffers_shrink_to_fit_the_memory_budget_at_many_places) {
   // Each destination may hold 1 + k_pool_per_destination buffers: 5 per place.
   apgas::options o;
   EXPECT_EQ(coalescer::fitted_buffer_bytes(2, o), o.coalesce_bytes) << "few places: as asked";
@@ -187,7 +187,7 @@ TEST(TransportFake, BuffersShrinkToFitTheMemoryBudgetAtManyPlaces) {
   ASSERT_TRUE(poll_until(net, [&] { return got == k_messages; }));
 }
 
-TEST(TransportFake, WithoutCoalescingEverySendIsANetworkMessage) {
+TEST(fake_transport, without_coalescing_every_send_is_a_network_message) {
   apgas::options options;
   options.coalesce = false;
   fake_network net(2, options);
@@ -202,7 +202,7 @@ TEST(TransportFake, WithoutCoalescingEverySendIsANetworkMessage) {
   EXPECT_EQ(net.endpoint(0).stats().mpi_messages_sent, 100u);
 }
 
-TEST(TransportFake, CoalescingSwitchesOffAndOnAgainInOrder) {
+TEST(fake_transport, coalescing_switches_off_and_on_again_in_order) {
   fake_network net(2);
   transport& a = net.endpoint(0);
   ignore_all(a);
@@ -227,7 +227,7 @@ TEST(TransportFake, CoalescingSwitchesOffAndOnAgainInOrder) {
   EXPECT_EQ(a.stats().mpi_messages_sent, 11u);
 }
 
-TEST(TransportFake, FlushIntervalSendsWithoutExplicitFlush) {
+TEST(fake_transport, flush_interval_sends_without_explicit_flush) {
   apgas::options options;
   constexpr auto k_interval = 20ms;
   options.flush_us = flush_us(k_interval);
@@ -247,7 +247,7 @@ TEST(TransportFake, FlushIntervalSendsWithoutExplicitFlush) {
   EXPECT_EQ(net.endpoint(0).stats().mpi_messages_sent, 1u);
 }
 
-TEST(TransportFake, SteadyStateAllocatesNothingPerMessage) {
+TEST(fake_transport, steady_state_allocates_nothing_per_message) {
   apgas::options options;
   options.coalesce_bytes = 4096;
   fake_network net(2, options);
@@ -326,7 +326,7 @@ struct merged_pair {
   std::vector<merged_message> seen;
 };
 
-TEST(TransportFake, MergedMessagesArriveAsOneHeadAndTheirBodiesInOrder) {
+TEST(fake_transport, merged_messages_arrive_as_one_head_and_their_bodies_in_order) {
   merged_pair p;
   auto& [net, a, seen] = p;
   for (std::uint64_t i = 0; i < 100; ++i) send_value(a, 1, head_of(1), i);
@@ -356,7 +356,7 @@ TEST(TransportFake, MergedMessagesArriveAsOneHeadAndTheirBodiesInOrder) {
   EXPECT_EQ(sa.bytes_sent, 5 * (k_frame_header + sizeof(merge_head)) + 120 * sizeof(std::uint64_t));
 }
 
-TEST(TransportFake, MergedMessagesNeverOutgrowABuffer) {
+TEST(fake_transport, merged_messages_never_outgrow_a_buffer) {
   apgas::options options;
   options.coalesce_bytes = 256; // a frame header, a head and 27 bodies
   options.flush_us = flush_us(1h);
@@ -380,7 +380,7 @@ TEST(TransportFake, MergedMessagesNeverOutgrowABuffer) {
   EXPECT_EQ(a.stats().mpi_messages_sent, (k_values + 26) / 27); // one merged message each
 }
 
-TEST(TransportFake, WithoutCoalescingMergedMessagesLeaveAlone) {
+TEST(fake_transport, without_coalescing_merged_messages_leave_alone) {
   apgas::options options;
   options.coalesce = false;
   merged_pair p(options);
@@ -391,7 +391,7 @@ TEST(TransportFake, WithoutCoalescingMergedMessagesLeaveAlone) {
   EXPECT_EQ(a.stats().mpi_messages_sent, 10u);
 }
 
-TEST(TransportFake, SwitchingCoalescingOffLetsABufferedMergedMessageLeave) {
+TEST(fake_transport, switching_coalescing_off_lets_a_buffered_merged_message_leave) {
   merged_pair p;
   auto& [net, a, seen] = p;
   for (std::uint64_t i = 0; i < 5; ++i) send_value(a, 1, head_of(1), i); // buffered
@@ -404,7 +404,7 @@ TEST(TransportFake, SwitchingCoalescingOffLetsABufferedMergedMessageLeave) {
 
 // ---- ordering and exactly-once --------------------------------------------------------------
 
-TEST(TransportFake, PerSourceFifoWhileSourcesInterleave) {
+TEST(fake_transport, per_source_fifo_while_sources_interleave) {
   apgas::options options;
   options.coalesce_bytes = 256; // many network messages
   constexpr place_id k_places = 4;
@@ -442,7 +442,7 @@ TEST(TransportFake, PerSourceFifoWhileSourcesInterleave) {
   EXPECT_GT(net.endpoint(0).stats().mpi_messages_sent, 100u);
 }
 
-TEST(TransportFake, SendNowLeavesAtOnceAndAlone) {
+TEST(fake_transport, send_now_leaves_at_once_and_alone) {
   fake_network net(2, apgas::options{});
   std::uint64_t got = 0;
   ignore_all(net.endpoint(0));
@@ -465,7 +465,7 @@ TEST(TransportFake, SendNowLeavesAtOnceAndAlone) {
   EXPECT_THROW(sender.send_now(2, encode(0, 0, 0)), std::out_of_range);
 }
 
-TEST(TransportFake, SendNowFramedSendsWhatFollowsTheRoomForTheHeader) {
+TEST(fake_transport, send_now_framed_sends_what_follows_the_room_for_the_header) {
   // (The fake network copies a framed message, so the caller keeps its vector; the MPI
   // transport's own paths are tested under mpiexec: places_test, an_at_moves_big_...)
   fake_network net(2, apgas::options{});
@@ -509,7 +509,7 @@ TEST(TransportFake, SendNowFramedSendsWhatFollowsTheRoomForTheHeader) {
   EXPECT_THROW(sender.send_now_framed(2, framed), std::out_of_range);
 }
 
-TEST(TransportFake, SendNowMixedWithSendKeepsPerThreadOrder) {
+TEST(fake_transport, send_now_mixed_with_send_keeps_per_thread_order) {
   // Threads of one place interleave send and send_now to one sink over a reordering network
   // with a send cap of 2, so that send_now meets buffered and deferred messages alike.
   apgas::options options;
@@ -551,7 +551,7 @@ TEST(TransportFake, SendNowMixedWithSendKeepsPerThreadOrder) {
   for (std::uint32_t th = 0; th < k_threads; ++th) EXPECT_EQ(next[th], k_messages);
 }
 
-TEST(TransportFake, SendNowNeverOvertakesWhatItsSenderHasSeenSent) {
+TEST(fake_transport, send_now_never_overtakes_what_its_sender_has_seen_sent) {
   // Thread 0 sends plain messages and publishes how many it sent; thread 1 then sends, with
   // send_now, the count it saw. Whatever thread 0 sent before that count (buffered, sealed,
   // or waiting for room under a send cap of 2) must arrive first: order of sending across
@@ -660,15 +660,15 @@ void exactly_once(std::uint64_t seed, bool same_source) {
   }
 }
 
-TEST(TransportFake, ExactlyOnceWithSourcesReordered) {
+TEST(fake_transport, exactly_once_with_sources_reordered) {
   for (std::uint64_t seed : {1u, 2u, 3u}) exactly_once(seed, false);
 }
 
-TEST(TransportFake, ExactlyOnceWithEverythingReordered) {
+TEST(fake_transport, exactly_once_with_everything_reordered) {
   for (std::uint64_t seed : {4u, 5u, 6u}) exactly_once(seed, true);
 }
 
-TEST(TransportFake, SameSourceReorderingReallyReorders) {
+TEST(fake_transport, same_source_reordering_really_reorders) {
   apgas::options options;
   options.coalesce_bytes = 64; // two records per network message
   fake_network net(2, options, /*seed=*/7, /*reorder=*/true, /*reorder_same_source=*/true);
@@ -686,7 +686,7 @@ TEST(TransportFake, SameSourceReorderingReallyReorders) {
 
 // ---- back-pressure --------------------------------------------------------------------------
 
-TEST(TransportFake, BackPressureBoundsMemoryWithASlowReceiver) {
+TEST(fake_transport, back_pressure_bounds_memory_with_a_slow_receiver) {
   apgas::options options;
   options.coalesce_bytes = 1024;
   options.max_outstanding_bytes = 4096;
@@ -821,15 +821,15 @@ void send_cap_with_slow_receivers(place_id places, std::uint32_t threads, std::s
   EXPECT_GT(s.backpressure_waits, 0u);
 }
 
-TEST(TransportFake, SendCapBoundsRequestsWithASlowReceiver) {
+TEST(fake_transport, send_cap_bounds_requests_with_a_slow_receiver) {
   send_cap_with_slow_receivers(/*places=*/2, /*threads=*/1, /*cap=*/16);
 }
 
-TEST(TransportFake, SendCapWithSeveralSendersAndDestinationsKeepsOrder) {
+TEST(fake_transport, send_cap_with_several_senders_and_destinations_keeps_order) {
   send_cap_with_slow_receivers(/*places=*/3, /*threads=*/3, /*cap=*/5);
 }
 
-TEST(TransportFake, BarrierHandsDeferredSendsToTheNetwork) {
+TEST(fake_transport, barrier_hands_deferred_sends_to_the_network) {
   // With a cap of one send, almost everything is still waiting for room when place 0 enters
   // the barrier; after it place 0 never polls again, so only the barrier can have sent it.
   apgas::options options;
@@ -859,7 +859,7 @@ TEST(TransportFake, BarrierHandsDeferredSendsToTheNetwork) {
   EXPECT_EQ(net.endpoint(0).stats().peak_sends_in_flight, 1u);
 }
 
-TEST(TransportFake, SendCapMustBePositive) {
+TEST(fake_transport, send_cap_must_be_positive) {
   apgas::options options;
   options.max_outstanding_sends = 0;
   EXPECT_THROW(fake_network(2, options), std::invalid_argument);
@@ -867,7 +867,7 @@ TEST(TransportFake, SendCapMustBePositive) {
 
 // ---- loopback -------------------------------------------------------------------------------
 
-TEST(TransportFake, LoopbackToHere) {
+TEST(fake_transport, loopback_to_here) {
   fake_network net(1);
   transport& t = net.endpoint(0);
   EXPECT_EQ(t.here(), 0u);
@@ -889,7 +889,7 @@ TEST(TransportFake, LoopbackToHere) {
   EXPECT_TRUE(t.quiescent());
 }
 
-TEST(TransportFake, LoopbackAndRemoteMixedKeepOrder) {
+TEST(fake_transport, loopback_and_remote_mixed_keep_order) {
   fake_network net(2);
   std::array<std::uint64_t, 2> next{0, 0};
   net.endpoint(1).set_handler([](place_id, std::span<const std::byte>) {});
@@ -915,7 +915,7 @@ std::vector<std::byte> frames(std::initializer_list<std::uint32_t> lengths, std:
   return out;
 }
 
-TEST(TransportFake, ValidateFramesFindsCorruption) {
+TEST(fake_transport, validate_frames_finds_corruption) {
   EXPECT_FALSE(validate_frames({}).has_value());
   const auto good = frames({3, 0, 10}, 0);
   EXPECT_FALSE(validate_frames(good).has_value());
@@ -944,7 +944,7 @@ TEST(TransportFake, ValidateFramesFindsCorruption) {
   EXPECT_EQ(e3->claimed, huge);
 }
 
-TEST(TransportFake, CorruptNetworkMessageIsAnErrorNotACrash) {
+TEST(fake_transport, corrupt_network_message_is_an_error_not_a_crash) {
   fake_network net(2);
   ignore_all(net.endpoint(0));
   std::vector<std::uint64_t> got;
@@ -977,7 +977,7 @@ TEST(TransportFake, CorruptNetworkMessageIsAnErrorNotACrash) {
   EXPECT_EQ(got[0], 7u);
 }
 
-TEST(TransportFake, HandlerExceptionDoesNotLoseLaterMessages) {
+TEST(fake_transport, handler_exception_does_not_lose_later_messages) {
   fake_network net(2);
   ignore_all(net.endpoint(0));
   std::vector<std::uint64_t> got;
@@ -993,7 +993,7 @@ TEST(TransportFake, HandlerExceptionDoesNotLoseLaterMessages) {
   for (std::uint64_t i = 0; i < 10; ++i) EXPECT_EQ(got[i], i);
 }
 
-TEST(TransportFake, BatchEndFollowsEveryDeliveringPollEvenWhenAHandlerThrows) {
+TEST(fake_transport, batch_end_follows_every_delivering_poll_even_when_a_handler_throws) {
   fake_network net(2);
   ignore_all(net.endpoint(0));
   std::vector<std::uint64_t> got;
@@ -1024,7 +1024,7 @@ TEST(TransportFake, BatchEndFollowsEveryDeliveringPollEvenWhenAHandlerThrows) {
 
 // ---- re-entrancy ----------------------------------------------------------------------------
 
-TEST(TransportFake, HandlerRepliesPingPong) {
+TEST(fake_transport, handler_replies_ping_pong) {
   fake_network net(2);
   constexpr std::uint64_t k_hops = 1000;
   std::uint64_t last = 0;
@@ -1046,7 +1046,7 @@ TEST(TransportFake, HandlerRepliesPingPong) {
   ASSERT_TRUE(poll_until(net, [&] { return last == k_hops; }));
 }
 
-TEST(TransportFake, HandlerChainOnLoopbackTerminatesPolls) {
+TEST(fake_transport, handler_chain_on_loopback_terminates_polls) {
   fake_network net(1);
   transport& t = net.endpoint(0);
   std::uint64_t last = 0;
@@ -1115,14 +1115,14 @@ void handlers_under_pressure(const apgas::options& options) {
     EXPECT_LE(net.endpoint(p).stats().peak_sends_in_flight, options.max_outstanding_sends);
 }
 
-TEST(TransportFake, HandlersSendingUnderBackPressureDoNotDeadlock) {
+TEST(fake_transport, handlers_sending_under_back_pressure_do_not_deadlock) {
   apgas::options options;
   options.coalesce_bytes = 512;
   options.max_outstanding_bytes = 1024;
   handlers_under_pressure(options);
 }
 
-TEST(TransportFake, HandlersSendingUnderTheSendCapDoNotDeadlock) {
+TEST(fake_transport, handlers_sending_under_the_send_cap_do_not_deadlock) {
   apgas::options options;
   options.coalesce = false;          // every send is a network message (a send request)
   options.max_outstanding_sends = 2; // so that handlers' replies hit the cap, not the bytes
@@ -1131,7 +1131,7 @@ TEST(TransportFake, HandlersSendingUnderTheSendCapDoNotDeadlock) {
 
 // ---- barrier and quiescence -----------------------------------------------------------------
 
-TEST(TransportFake, BarrierSeparatesRounds) {
+TEST(fake_transport, barrier_separates_rounds) {
   constexpr place_id k_places = 4;
   constexpr int k_rounds = 50;
   fake_network net(k_places, {}, 3, true);
@@ -1161,7 +1161,7 @@ TEST(TransportFake, BarrierSeparatesRounds) {
   for (auto& th : threads) th.join();
 }
 
-TEST(TransportFake, AllGatherGivesEveryPlaceEveryValueInPlaceOrder) {
+TEST(fake_transport, all_gather_gives_every_place_every_value_in_place_order) {
   constexpr place_id k_places = 3;
   fake_network net(k_places);
   std::array<std::vector<std::vector<std::uint64_t>>, k_places> seen;
@@ -1183,7 +1183,7 @@ TEST(TransportFake, AllGatherGivesEveryPlaceEveryValueInPlaceOrder) {
   }
 }
 
-TEST(TransportFake, QuiescentTracksBufferedAndInFlight) {
+TEST(fake_transport, quiescent_tracks_buffered_and_in_flight) {
   fake_network net(2);
   transport& a = net.endpoint(0);
   transport& b = net.endpoint(1);
@@ -1201,7 +1201,7 @@ TEST(TransportFake, QuiescentTracksBufferedAndInFlight) {
   EXPECT_TRUE(b.quiescent());
 }
 
-TEST(TransportFake, LargeMessagesBetweenSmallOnes) {
+TEST(fake_transport, large_messages_between_small_ones) {
   fake_network net(2);
   ignore_all(net.endpoint(0));
   std::vector<std::size_t> sizes;
@@ -1223,7 +1223,7 @@ TEST(TransportFake, LargeMessagesBetweenSmallOnes) {
   EXPECT_EQ(bad, 0u);
 }
 
-TEST(TransportFake, PreconditionsAreChecked) {
+TEST(fake_transport, preconditions_are_checked) {
   fake_network net(2);
   EXPECT_THROW(net.endpoint(0).send(2, {}), std::out_of_range);
   EXPECT_THROW(net.endpoint(2), std::out_of_range);

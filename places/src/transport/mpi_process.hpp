@@ -1,13 +1,9 @@
-// The MPI transport and the few MPI process-level calls the runtime needs. This header does not
-// include mpi.h: nothing outside places/src/transport ever sees MPI.
+// The few MPI process-level calls the runtime needs: MPI's start and end, the job's abort, and
+// whether an MPI launcher started this process (the transport itself: mpi_transport.hpp). This
+// header does not include mpi.h: nothing outside places/src/transport ever sees MPI.
 //
 // Lifetime: mpi_init() -> make_mpi_transport() -> ... -> destroy the transport -> mpi_finalize().
-// At most one MPI transport exists at a time (they would share MPI at THREAD_SERIALIZED).
 #pragma once
-
-#include "apgas/detail/transport.hpp"
-
-#include <memory>
 
 namespace apgas::detail {
 
@@ -43,10 +39,5 @@ bool mpi_launched() noexcept;
 /// silently; the transport turns them into transport_error with MPI_Error_string's text (it
 /// always does so on its own communicator). pre: MPI initialised.
 void install_mpi_error_handler();
-
-/// @brief The transport over MPI: place = rank of a private duplicate of MPI_COMM_WORLD.
-/// Collective (MPI_Comm_dup): every rank calls it. pre: mpi_init() succeeded.
-/// Throws std::logic_error if another MPI transport exists, transport_error on MPI errors.
-std::unique_ptr<transport> make_mpi_transport(const options& opts = {});
 
 } // namespace apgas::detail

@@ -1,9 +1,12 @@
-// What the MPI transport (mpi_transport.cpp) and the process-level MPI calls (mpi_process.cpp)
-// share: turning MPI error codes into exceptions, and MPI's state. Includes mpi.h, so only
-// those two files include it.
+// What the files that call MPI share around their calls (the transport, mpi_transport.cpp; its
+// collectives and one-sided access, mpi_collectives.*, p2p_collectives.* and mpi_rma.*; MPI's
+// start and end, mpi_process.cpp): turning MPI error codes into exceptions, and MPI's state.
+// Includes mpi.h, so only those files include it.
 #pragma once
 
-#include "transport_mpi.hpp"
+#include "apgas/detail/transport.hpp"
+
+#include "mpi_process.hpp"
 #include <mpi.h>
 
 #include <string>

@@ -53,12 +53,13 @@ enum class start_layout : std::uint8_t { at_place_0, spread, at_last_place };
 
 struct config {
   place_id places = 1000;
-  // The protocol's parameters (0: resolved as the library resolves them).
-  unsigned n = 511;
-  unsigned w = 0;
-  unsigned l = 32;
-  unsigned z = 0;
-  unsigned m = 1024;
+  // The protocol's parameters, as apgas::glb::parameters names them (0: resolved as the
+  // library resolves them).
+  unsigned items_per_batch = 511; ///< n
+  unsigned random_steals = 0;     ///< w
+  unsigned lifeline_base = 32;    ///< l
+  unsigned lifeline_count = 0;    ///< z
+  unsigned random_victims = 1024; ///< m
   bool tree = true;
   // The machine.
   time_ns t_item = 100;   ///< time to process one item

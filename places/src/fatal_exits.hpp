@@ -16,15 +16,16 @@
 
 namespace apgas::detail {
 
-/// @brief Installs the reports for the runtime's lifetime and restores what was there before.
+/// @brief Installs the handlers that report a fatal exit (a signal, an uncaught exception) for
+/// the runtime's lifetime, and restores what was there before.
 /// A signal the program handles or ignores itself (anything but SIG_DFL) is left alone.
 /// One at a time per process. Thread-safety: construct and destroy on one thread.
-class exit_reports {
+class fatal_exit_handlers {
 public:
-  explicit exit_reports(place_id here);
-  exit_reports(const exit_reports&) = delete;
-  exit_reports& operator=(const exit_reports&) = delete;
-  ~exit_reports();
+  explicit fatal_exit_handlers(place_id here);
+  fatal_exit_handlers(const fatal_exit_handlers&) = delete;
+  fatal_exit_handlers& operator=(const fatal_exit_handlers&) = delete;
+  ~fatal_exit_handlers();
 
 private:
   std::terminate_handler m_previous_terminate;

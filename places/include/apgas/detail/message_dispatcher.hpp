@@ -1,8 +1,8 @@
-// The engine of a place: a thin dispatcher between the scheduler (core) and the transport (the
-// only code that talks to MPI). It owns the transport and the protocol modules of its place,
+// The message dispatcher of a place: a thin layer between the scheduler (core) and the transport
+// (the only code that talks to MPI). It owns the transport and the protocol modules of its place,
 // and hands each logical message to the handler its kind (first byte) names. Every protocol is
 // a module of its own (protocol_module.hpp): it registers its kinds and hooks here, sends
-// through the engine's transport, and keeps its state to itself.
+// through the dispatcher's transport, and keeps its state to itself.
 #pragma once
 
 #include "apgas/detail/message_format.hpp"
@@ -23,27 +23,27 @@ namespace apgas::detail {
 
 class scheduler;
 
-/// @brief The engine of one place. Thread-safety: any thread, except registrations (before the
-/// first poll, from the thread that builds the engine).
-class place_engine final : public network {
+/// @brief The dispatcher of one place. Thread-safety: any thread, except registrations (before the
+/// first poll, from the thread that builds the dispatcher).
+class message_dispatcher final : public network {
 public:
   /// @brief A message handler: `body` is the message after its kind byte, valid during the call
   /// only, without alignment. Handlers run one at a time (the transport's poller).
   using handler_fn = void (*)(void* module, place_id from, std::span<const std::byte> body);
 
-  place_engine(scheduler& sched, std::unique_ptr<transport> net);
-  place_engine(const place_engine&) = delete;
-  place_engine& operator=(const place_engine&) = delete;
+  message_dispatcher(scheduler& sched, std::unique_ptr<transport> net);
+  message_dispatcher(const message_dispatcher&) = delete;
+  message_dispatcher& operator=(const message_dispatcher&) = delete;
   /// Destroys the modules (newest first), then the transport.
-  ~place_engine() override;
+  ~message_dispatcher() override;
 
-  /// @brief The engine of this process's runtime. pre: a runtime exists.
-  static place_engine& current();
-  /// @brief The engine of this process's runtime, or null.
-  static place_engine* current_or_null() noexcept;
-  /// @brief Makes `e` the runtime's engine (null: none). Called by the runtime only: tests may
-  /// build several engines in one process, over a fake network.
-  static void set_current(place_engine* e) noexcept;
+  /// @brief The dispatcher of this process's runtime. pre: a runtime exists.
+  static message_dispatcher& current();
+  /// @brief The dispatcher of this process's runtime, or null.
+  static message_dispatcher* current_or_null() noexcept;
+  /// @brief Makes `e` the runtime's dispatcher (null: none). Called by the runtime only: tests may
+  /// build several dispatchers in one process, over a fake network.
+  static void set_current(message_dispatcher* e) noexcept;
 
   place_id here() const noexcept { return m_here; }
   place_id places() const noexcept { return m_places; }
@@ -53,7 +53,7 @@ public:
   transport& net() const noexcept { return *m_net; }
 
   // ---- modules and their registrations ----
-  /// @brief Creates module M(*this, args...) and keeps it until the engine ends.
+  /// @brief Creates module M(*this, args...) and keeps it until the dispatcher ends.
   template <class M, class... A>
   M& add_module(A&&... args) {
     auto module = std::make_unique<M>(*this, std::forward<A>(args)...);

@@ -1,6 +1,6 @@
-// The dispatcher of a place (see place_engine.hpp): handler registrations, delivery of each
+// The dispatcher of a place (see message_dispatcher.hpp): handler registrations, delivery of each
 // message to its module, progress for idle workers, and the dump of a hung run's state.
-#include "apgas/detail/place_engine.hpp"
+#include "apgas/detail/message_dispatcher.hpp"
 
 #include "apgas/detail/scheduler.hpp"
 #include "apgas/place.hpp"
@@ -18,7 +18,8 @@ namespace apgas::detail {
 
 namespace {
 
-std::atomic<place_engine*> g_engine{nullptr}; // the runtime's engine (see set_current)
+std::atomic<message_dispatcher*> g_dispatcher{
+    nullptr}; // the runtime's dispatcher (see set_current)
 
 /// Modules of other folders, by name (see register_protocol_module). Filled by static
 /// initialisers before main, read by runtimes after: no lock needed.
@@ -37,9 +38,9 @@ extern "C" void request_dump(int) {
   // A parked worker polls (and dumps) once woken: without it, a place whose workers all park
   // without a watcher (one place, nothing to poll for) would never print. Lock-free atomics
   // and a futex wake: async-signal-safe.
-  // acquire: the engine was published by set_current (release).
-  if (place_engine* engine = g_engine.load(std::memory_order_acquire))
-    engine->sched().wake_for_network();
+  // acquire: the dispatcher was published by set_current (release).
+  if (message_dispatcher* dispatcher = g_dispatcher.load(std::memory_order_acquire))
+    dispatcher->sched().wake_for_network();
 }
 
 [[noreturn, gnu::cold, gnu::noinline]] void throw_unknown_kind(place_id here, place_id from,
@@ -62,7 +63,7 @@ bool register_protocol_module(const char* name, protocol_module_factory make) {
 
 void code_anchor() noexcept { std::fputs("", stderr); }
 
-place_engine::place_engine(scheduler& sched, std::unique_ptr<transport> net)
+message_dispatcher::message_dispatcher(scheduler& sched, std::unique_ptr<transport> net)
     : m_sched(sched), m_net(std::move(net)), m_here(m_net->here()), m_places(m_net->places()),
       m_loopback_only(m_net->loopback_only()), m_awaited(sched) {
   m_net->set_handler(
@@ -73,38 +74,38 @@ place_engine::place_engine(scheduler& sched, std::unique_ptr<transport> net)
   if (m_loopback_only) m_net->set_send_hook([this] { m_sched.wake_for_network(); });
 }
 
-place_engine::~place_engine() {
+message_dispatcher::~message_dispatcher() {
   if (current_or_null() == this) set_current(nullptr);
   while (!m_modules.empty()) m_modules.pop_back(); // newest first
 }
 
-place_engine& place_engine::current() {
-  // acquire: pairs with set_current's release, so the caller sees the engine constructed.
-  place_engine* e = g_engine.load(std::memory_order_acquire);
+message_dispatcher& message_dispatcher::current() {
+  // acquire: pairs with set_current's release, so the caller sees the dispatcher constructed.
+  message_dispatcher* e = g_dispatcher.load(std::memory_order_acquire);
   if (e == nullptr)
     throw std::logic_error("apgas: no runtime: create an apgas::runtime before using places");
   return *e;
 }
 
-place_engine* place_engine::current_or_null() noexcept {
-  return g_engine.load(std::memory_order_acquire); // acquire: see current()
+message_dispatcher* message_dispatcher::current_or_null() noexcept {
+  return g_dispatcher.load(std::memory_order_acquire); // acquire: see current()
 }
 
-void place_engine::set_current(place_engine* e) noexcept {
-  g_engine.store(e, std::memory_order_release); // release: see current()
+void message_dispatcher::set_current(message_dispatcher* e) noexcept {
+  g_dispatcher.store(e, std::memory_order_release); // release: see current()
 }
 
-void place_engine::check_place(place_id p) const {
+void message_dispatcher::check_place(place_id p) const {
   if (p >= m_places) throw bad_place(p, m_places);
 }
 
 // ---- registrations ---------------------------------------------------------------------------
 
-void place_engine::add_registered_modules() {
+void message_dispatcher::add_registered_modules() {
   for (const auto& [name, make] : registered_modules()) make(*this);
 }
 
-message_kind place_engine::add_handler(std::string name, handler_fn fn, void* module) {
+message_kind message_dispatcher::add_handler(std::string name, handler_fn fn, void* module) {
   // Kind 0 stays unused: a zeroed message is never taken for a real one.
   const std::size_t kind = m_handler_names.size() + 1;
   if (kind >= m_handlers.size())
@@ -116,7 +117,7 @@ message_kind place_engine::add_handler(std::string name, handler_fn fn, void* mo
 
 // ---- delivery --------------------------------------------------------------------------------
 
-void place_engine::on_message(place_id from, std::span<const std::byte> bytes) {
+void message_dispatcher::on_message(place_id from, std::span<const std::byte> bytes) {
   const unsigned kind = bytes.empty() ? 0 : static_cast<unsigned>(bytes[0]);
   const handler_entry& h = m_handlers[kind];
   if (h.fn == nullptr) [[unlikely]]
@@ -124,20 +125,20 @@ void place_engine::on_message(place_id from, std::span<const std::byte> bytes) {
   h.fn(h.module, from, bytes.subspan(1));
 }
 
-message_kind place_engine::kind_named(std::string_view name) const noexcept {
+message_kind message_dispatcher::kind_named(std::string_view name) const noexcept {
   for (std::size_t i = 0; i < m_handler_names.size(); ++i)
     if (m_handler_names[i] == name) return static_cast<message_kind>(i + 1);
   return 0;
 }
 
-void place_engine::handle(place_id from, message_kind kind, std::span<const std::byte> body) {
+void message_dispatcher::handle(place_id from, message_kind kind, std::span<const std::byte> body) {
   const handler_entry& h = m_handlers[kind];
   if (h.fn == nullptr) [[unlikely]]
     throw_unknown_kind(m_here, from, body.size() + 1, kind);
   h.fn(h.module, from, body);
 }
 
-bool place_engine::poll() noexcept {
+bool message_dispatcher::poll() noexcept {
   if (g_dump_requested.load(std::memory_order_relaxed)) [[unlikely]] {
     g_dump_requested.store(false, std::memory_order_relaxed);
     dump_state();
@@ -152,7 +153,7 @@ bool place_engine::poll() noexcept {
   }
 }
 
-void place_engine::flush() noexcept {
+void message_dispatcher::flush() noexcept {
   try {
     m_net->flush();
   } catch (const std::exception& e) {
@@ -161,7 +162,7 @@ void place_engine::flush() noexcept {
   }
 }
 
-bool place_engine::needs_polls_when_idle() const noexcept {
+bool message_dispatcher::needs_polls_when_idle() const noexcept {
   if (!m_loopback_only) return true; // other places may send at any time
   // One place: only what it sent itself can arrive, so polls are needed only while something
   // is buffered, queued or undelivered. seq_cst fence: the parking worker's half of the
@@ -173,7 +174,7 @@ bool place_engine::needs_polls_when_idle() const noexcept {
   return !m_net->quiescent();
 }
 
-bool place_engine::expecting_messages() const noexcept {
+bool message_dispatcher::expecting_messages() const noexcept {
   if (m_awaited.load_signed() > 0) return true; // relaxed inside: a hint
   return std::any_of(m_expecting.begin(), m_expecting.end(),
                      [](const predicate& p) { return p.fn(p.module); });
@@ -181,9 +182,9 @@ bool place_engine::expecting_messages() const noexcept {
 
 // ---- diagnostics -----------------------------------------------------------------------------
 
-void place_engine::install_dump_signal() { std::signal(SIGUSR1, &request_dump); }
+void message_dispatcher::install_dump_signal() { std::signal(SIGUSR1, &request_dump); }
 
-std::string place_engine::describe_state() const {
+std::string message_dispatcher::describe_state() const {
   std::string s;
   for (const describer& d : m_describers) {
     const std::string section = d.fn(d.module);
@@ -193,13 +194,13 @@ std::string place_engine::describe_state() const {
   return s;
 }
 
-std::string place_engine::describe_stats() const {
+std::string message_dispatcher::describe_stats() const {
   std::string s;
   for (const describer& d : m_stats) s += d.fn(d.module);
   return s;
 }
 
-std::string place_engine::progress_text() const {
+std::string message_dispatcher::progress_text() const {
   std::string s;
   for (const describer& d : m_progress) {
     const std::string clause = d.fn(d.module);
@@ -210,7 +211,7 @@ std::string place_engine::progress_text() const {
   return s;
 }
 
-void place_engine::dump_state() const noexcept {
+void message_dispatcher::dump_state() const noexcept {
   try {
     const std::string state = describe_state();
     std::fprintf(stderr, "apgas: place %u: state\n%s", m_here, state.c_str());

@@ -377,7 +377,7 @@ private:
       send_down(root, child, root, g, pi);
     });
   }
-  void on_up(place_id here, const message& m) {
+  void deliver_or_relay_up(place_id here, const message& m) {
     m_result.largest_up_message =
         std::max<std::uint64_t>(m_result.largest_up_message, m.entries.size());
     for (const entry& e : m.entries) {
@@ -400,7 +400,7 @@ private:
     }
     m_relays.clear();
   }
-  void on_down(place_id here, const message& m) {
+  void deliver_and_pass_down(place_id here, const message& m) {
     std::vector<place_id> others;
     bool here_too = false;
     for (place_id t : m.targets) {
@@ -430,9 +430,9 @@ private:
       if (--m_rpcs_outstanding == 0) mark_end();
       return;
     case channel::up:
-      return on_up(here, m);
+      return deliver_or_relay_up(here, m);
     case channel::down:
-      return on_down(here, m);
+      return deliver_and_pass_down(here, m);
     case channel::direct:
       return deliver(here, m.from, m_payloads[m.index]);
     }

@@ -1,5 +1,5 @@
-// How a place ends on SIGTERM, SIGINT or an uncaught exception (see exit_reports.hpp).
-#include "exit_reports.hpp"
+// How a place ends on SIGTERM, SIGINT or an uncaught exception (see fatal_exits.hpp).
+#include "fatal_exits.hpp"
 
 #include "apgas/exceptions.hpp"
 #include "apgas/place.hpp"
@@ -109,7 +109,7 @@ void restore_default(int sig) {
 
 } // namespace
 
-exit_reports::exit_reports(place_id here) {
+fatal_exit_handlers::fatal_exit_handlers(place_id here) {
   g_here = here;
   std::snprintf(g_term_line.data(), g_term_line.size(), "apgas: place %u: stopped by SIGTERM\n",
                 here);
@@ -122,7 +122,7 @@ exit_reports::exit_reports(place_id here) {
   g_previous_terminate = m_previous_terminate;
 }
 
-exit_reports::~exit_reports() {
+fatal_exit_handlers::~fatal_exit_handlers() {
   std::set_terminate(m_previous_terminate);
   if (m_installed_term) restore_default(SIGTERM);
   if (m_installed_int) restore_default(SIGINT);

@@ -13,7 +13,8 @@
 // Prints one summary line per rank.
 #include "apgas/detail/transport.hpp"
 
-#include "transport_mpi.hpp"
+#include "mpi_process.hpp"
+#include "mpi_transport.hpp"
 #include <unistd.h>
 
 #include <algorithm>
@@ -375,7 +376,7 @@ int run() {
   }
 
   std::printf(
-      "transport_mpi_test rank %u/%u: %s | all-to-all: %llu msgs received in %.3f s, "
+      "mpi_transport_test rank %u/%u: %s | all-to-all: %llu msgs received in %.3f s, "
       "%llu remote sends in %llu MPI messages (coalescing ratio %.1f) | 3 threads: %llu "
       "received, %llu MPI messages | barrier: %zu rounds, %d clock-checked, %d msgs "
       "delivered inside | no coalescing: %llu MPI messages | back-pressure: %llu received, %llu "
@@ -406,14 +407,14 @@ int main(int argc, char** argv) {
     (void)mpi_init(&argc, &argv);
     install_mpi_error_handler();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "transport_mpi_test: %s\n", e.what());
+    std::fprintf(stderr, "mpi_transport_test: %s\n", e.what());
     mpi_abort(2);
   }
   int rc = 1;
   try {
     rc = run();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "transport_mpi_test: exception: %s\n", e.what());
+    std::fprintf(stderr, "mpi_transport_test: exception: %s\n", e.what());
     std::fflush(stderr);
     mpi_abort(1);
   }
