@@ -7,8 +7,9 @@
 ///     std::vector<long> counts = co_await all.allgather(n);
 ///     apgas::team half = co_await all.split(apgas::here() % 2, apgas::here());
 ///
-/// A collective is MPI's nonblocking one on the team's own communicator: the calling activity
-/// suspends (its worker runs other work) and the place's polling completes it, as for `at`.
+/// A collective runs on the team's own communicator (barriers and allreduces point to point,
+/// the others MPI's nonblocking collectives): the calling activity suspends (its worker runs
+/// other work) and the place's polling completes it, as for `at`.
 /// Values are bitwise (numbers, plain structs, std::array of them) or contiguous ranges of
 /// them (std::span, in place). A reduction takes apgas::sum, apgas::min, apgas::max or any
 /// stateless associative function object (MPI keeps the ranks' order for it; give the type a
