@@ -181,16 +181,10 @@ int main(int argc, char** argv) {
              std::numeric_limits<std::uint64_t>::max());
 
   // The shared cli has no check after the last positional, so a missing M is found in the
-  // body, at every place alike and before any run; place 0 reports it (the others stop
-  // quietly), and the exit status, 3 from the cli, is corrected below.
-  bool missing_m = false;
+  // body, at every place alike and before any run (the cli prints it once, exit status 2).
   const auto body = [&](apgas::runtime& rt, const apgas_apps::common_flags& flags) {
-    if (spec.kind == graph_kind::random && spec.m.value == 0) {
-      missing_m = true;
-      if (rt.here() == 0)
-        throw apgas::usage_error("random takes two numbers, N and M (see --help)");
-      return apgas_apps::report{};
-    }
+    if (spec.kind == graph_kind::random && spec.m.value == 0)
+      throw apgas::usage_error("random takes two numbers, N and M");
     const bool lead = rt.here() == 0; // the graph, its trees and the report are place 0's
     apgas_apps::report r;
     apgas_apps::csr_graph g;
@@ -259,6 +253,5 @@ int main(int argc, char** argv) {
                                     best.overflowed));
     return r;
   };
-  const int code = cli.run(argc, argv, body);
-  return missing_m ? apgas_apps::k_exit_usage : code;
+  return cli.run(argc, argv, body);
 }

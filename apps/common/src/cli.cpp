@@ -278,6 +278,8 @@ int cli::run(int argc, char** argv, const body& b) {
       if (!r.verified) fmt::print(stderr, "{}: self-check FAILED: {}\n", m_app, r.failure);
     }
     code = r.verified || !lead ? k_exit_ok : k_exit_check_failed;
+  } catch (const apgas::usage_error& e) {
+    code = usage_failure(e.what()); // flags that do not go together, found by the body
   } catch (...) {
     code = k_exit_run_failed;
     report_failure(std::current_exception(), rt->here());

@@ -12,7 +12,9 @@
 ///
 /// run() constructs the runtime first (it consumes --threads, --policy, ...), parses the app's
 /// flags from what remains, runs the body and prints the report. Exit codes: 0 verified,
-/// 1 self-check failed, 2 usage error, 3 the run threw.
+/// 1 self-check failed, 2 usage error, 3 the run threw. A body that finds flags that do not
+/// go together throws apgas::usage_error (at every place alike, before any run): exit 2, the
+/// message printed by place 0 as for a bad flag.
 ///
 /// Several places (under mpirun): every place runs main() and so the body, whose rt.run calls
 /// are collective (each place gets the run's value). Only place 0 prints: the report, --help,
