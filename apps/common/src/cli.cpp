@@ -227,6 +227,22 @@ void cli::print_report(const report& r, const apgas::runtime& rt) const {
 }
 
 int cli::run(int argc, char** argv, const body& b) {
+  option("--repeat", "R", "run the parallel part R times, report the best time (default 1)",
+         m_common.repeat, 1, 1000000);
+  toggle("--json", "print one JSON object on stdout instead of a line of text", m_common.json);
+  toggle("--no-seq", "skip the sequential version (its time and the check against it)",
+         m_common.run_seq, false);
+  // --help wins over any other problem with the flags, and comes before the runtime, which
+  // would answer it with its own options only (the usage ends with them). No MPI yet: the
+  // launcher's rank variable says which process prints it.
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") break;
+    if (a == "--help" || a == "-h") {
+      if (launcher_rank() == 0) fmt::print("{}", usage());
+      return k_exit_ok;
+    }
+  }
   // The runtime first: it removes its own flags from argv and leaves the app's. It throws
   // before it knows which place this is (MPI is not started yet): the launcher's rank variable
   // says, so that a bad runtime flag is reported once, not once per place.
@@ -248,20 +264,6 @@ int cli::run(int argc, char** argv, const body& b) {
     return k_exit_usage;
   };
 
-  option("--repeat", "R", "run the parallel part R times, report the best time (default 1)",
-         m_common.repeat, 1, 1000000);
-  toggle("--json", "print one JSON object on stdout instead of a line of text", m_common.json);
-  toggle("--no-seq", "skip the sequential version (its time and the check against it)",
-         m_common.run_seq, false);
-  // --help wins over any other problem with the app's flags.
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    if (a == "--") break;
-    if (a == "--help" || a == "-h") {
-      if (lead) fmt::print("{}", usage());
-      return k_exit_ok;
-    }
-  }
   try {
     parse(argc, argv);
   } catch (const apgas::usage_error& e) {
