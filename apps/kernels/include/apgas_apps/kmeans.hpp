@@ -182,61 +182,82 @@ inline kmeans_outcome kmeans_seq(const kmeans_params& p, const std::vector<float
   return out;
 }
 
-/// @brief One place's share of a run, over the world team: this place's block of the points
-/// (apgas::distribution::block), made by its workers; then Lloyd's loop, each iteration an
-/// assignment in `activities` chunks under a finish and one allreduce. Every place calls it
-/// once, as one activity (at_each_place), since it calls the team's collectives.
-struct kmeans_at_place {
-  apgas::task<kmeans_outcome> operator()(kmeans_params p) const {
-    using clock = std::chrono::steady_clock;
-    const apgas::team world = apgas::team::world();
-    const apgas::distribution blocks = apgas::distribution::block(p.points, world.size());
-    const std::size_t first = blocks.first(world.rank());
-    const std::size_t count = blocks.local_size(world.rank());
-    const std::size_t chunks = std::max<std::size_t>(1, std::min<std::size_t>(p.activities, count));
-    const auto chunk_lo = [&](std::size_t a) { return count * a / chunks; };
-    std::vector<float> points(count * p.dims);
+/// @brief The chunks of `count` points that a place's activities take: chunk a is
+/// [lo(a), lo(a + 1)), at least one chunk (empty when the place has no points).
+struct kmeans_chunks {
+  std::size_t count = 0;
+  std::size_t chunks = 1;
+  kmeans_chunks(std::size_t n, std::uint32_t activities)
+      : count(n), chunks(std::max<std::size_t>(1, std::min<std::size_t>(activities, n))) {}
+  std::size_t lo(std::size_t a) const { return count * a / chunks; }
+};
+
+/// @brief This place's block of the points (apgas::distribution::block over `t`), made by
+/// its workers, one chunk each.
+inline apgas::task<std::vector<float>> kmeans_make_points(kmeans_params p, apgas::team t) {
+  const apgas::distribution blocks = apgas::distribution::block(p.points, t.size());
+  const std::size_t first = blocks.first(t.rank());
+  const kmeans_chunks c(blocks.local_size(t.rank()), p.activities);
+  std::vector<float> points(c.count * p.dims);
+  co_await apgas::finish([&]() -> apgas::task<> {
+    for (std::size_t a = 0; a < c.chunks; ++a)
+      co_await apgas::async([&, a] {
+        kmeans_generate(p, first + c.lo(a), c.lo(a + 1) - c.lo(a),
+                        points.data() + c.lo(a) * p.dims);
+      });
+  });
+  co_return points;
+}
+
+/// @brief Lloyd's loop over this place's `points` (its block), at every member of `t`
+/// together: each iteration an assignment in p.activities chunks under a finish and one
+/// allreduce. Called by one activity per member (it calls the team's collectives); `seconds`
+/// is the loop's time here, from a barrier on.
+inline apgas::task<kmeans_outcome> kmeans_lloyd(kmeans_params p, const std::vector<float>& points,
+                                                apgas::team t) {
+  using clock = std::chrono::steady_clock;
+  const kmeans_chunks c(points.size() / p.dims, p.activities);
+  kmeans_outcome out;
+  out.centroids = kmeans_initial(p);
+  std::vector<float> as_float(out.centroids.begin(), out.centroids.end());
+  const std::size_t size = kmeans_totals_size(p);
+  // Each chunk sums into a row of its own, rows a whole number of cache lines apart: chunks
+  // run on different workers, which would otherwise write to the same lines.
+  const std::size_t stride = (size + 7) / 8 * 8;
+  std::vector<double> partial(c.chunks * stride);
+  std::vector<double> totals(size);
+  co_await t.barrier(); // the clock starts once every place is here
+  const auto start = clock::now();
+  while (out.iterations < p.max_iterations) {
     co_await apgas::finish([&]() -> apgas::task<> {
-      for (std::size_t a = 0; a < chunks; ++a)
+      for (std::size_t a = 0; a < c.chunks; ++a)
         co_await apgas::async([&, a] {
-          const std::size_t lo = chunk_lo(a);
-          kmeans_generate(p, first + lo, chunk_lo(a + 1) - lo, points.data() + lo * p.dims);
+          double* row = partial.data() + a * stride;
+          std::fill(row, row + size, 0.0);
+          kmeans_assign(points.data() + c.lo(a) * p.dims, c.lo(a + 1) - c.lo(a), p.dims, p.clusters,
+                        as_float.data(), row);
         });
     });
+    std::fill(totals.begin(), totals.end(), 0.0);
+    for (std::size_t a = 0; a < c.chunks; ++a)
+      for (std::size_t j = 0; j < size; ++j) totals[j] += partial[a * stride + j];
+    co_await t.allreduce(std::span<double>(totals), apgas::sum);
+    out.moved = kmeans_update(p, totals, out.centroids, as_float);
+    out.sse = totals.back();
+    ++out.iterations;
+    if (out.moved <= p.epsilon) break; // every place sees the same move: all stop together
+  }
+  out.seconds = std::chrono::duration<double>(clock::now() - start).count();
+  co_return out;
+}
 
-    kmeans_outcome out;
-    out.centroids = kmeans_initial(p);
-    std::vector<float> as_float(out.centroids.begin(), out.centroids.end());
-    const std::size_t size = kmeans_totals_size(p);
-    // Each chunk sums into a row of its own, rows a whole number of cache lines apart: chunks
-    // run on different workers, which would otherwise write to the same lines.
-    const std::size_t stride = (size + 7) / 8 * 8;
-    std::vector<double> partial(chunks * stride);
-    std::vector<double> totals(size);
-    co_await world.barrier(); // the clock starts once every place has its points
-    const auto start = clock::now();
-    while (out.iterations < p.max_iterations) {
-      co_await apgas::finish([&]() -> apgas::task<> {
-        for (std::size_t a = 0; a < chunks; ++a)
-          co_await apgas::async([&, a] {
-            double* row = partial.data() + a * stride;
-            std::fill(row, row + size, 0.0);
-            const std::size_t lo = chunk_lo(a);
-            kmeans_assign(points.data() + lo * p.dims, chunk_lo(a + 1) - lo, p.dims, p.clusters,
-                          as_float.data(), row);
-          });
-      });
-      std::fill(totals.begin(), totals.end(), 0.0);
-      for (std::size_t a = 0; a < chunks; ++a)
-        for (std::size_t j = 0; j < size; ++j) totals[j] += partial[a * stride + j];
-      co_await world.allreduce(std::span<double>(totals), apgas::sum);
-      out.moved = kmeans_update(p, totals, out.centroids, as_float);
-      out.sse = totals.back();
-      ++out.iterations;
-      if (out.moved <= p.epsilon) break; // every place sees the same move: all stop together
-    }
-    out.seconds = std::chrono::duration<double>(clock::now() - start).count();
-    co_return out;
+/// @brief One place's share of a run over every place: its points, then Lloyd's loop. Every
+/// place calls it once, as one activity (at_each_place).
+struct kmeans_at_place {
+  apgas::task<kmeans_outcome> operator()(kmeans_params p) const {
+    const apgas::team world = apgas::team::world();
+    const std::vector<float> points = co_await kmeans_make_points(p, world);
+    co_return co_await kmeans_lloyd(p, points, world);
   }
 };
 
