@@ -52,7 +52,8 @@ public:
     m_channels[id] = state;
     // Messages that came before the channel: deliver them now.
     if (auto it = m_early.find(id); it != m_early.end()) {
-      for (auto& [exchange, side, bytes] : it->second) deliver(*state, exchange, side, std::move(bytes));
+      for (auto& [exchange, side, bytes] : it->second)
+        deliver(*state, exchange, side, std::move(bytes));
       m_early.erase(it);
     }
   }
@@ -139,8 +140,7 @@ void halo_channel::send(place_id to, std::uint8_t side, std::uint64_t exchange,
   halo_module::current().send(to, m_id, side, exchange, data);
 }
 
-std::span<const std::byte> halo_channel::received(std::uint64_t exchange,
-                                                  std::uint8_t side) const {
+std::span<const std::byte> halo_channel::received(std::uint64_t exchange, std::uint8_t side) const {
   const std::lock_guard guard(m_state->mutex);
   auto e = m_state->arrived.find(exchange);
   if (e == m_state->arrived.end()) return {};

@@ -97,8 +97,8 @@ constexpr std::uint64_t mix_id(std::uint64_t x) noexcept {
 
 struct team_state {
   team_state(team_module& m, team_handle h, std::uint64_t team_id)
-      : module(&m), handle(h), members(m.net().members(h)), rank(m.net().rank(h)),
-        alive(m.alive()), id(team_id) {}
+      : module(&m), handle(h), members(m.net().members(h)), rank(m.net().rank(h)), alive(m.alive()),
+        id(team_id) {}
   ~team_state() {
     // A team that outlives its runtime has nothing left to free.
     if (handle != k_world_team && !alive.expired()) module->net().free(handle);
@@ -202,8 +202,8 @@ task<team> team::split(int color, int key) const {
   co_await barrier();
   const detail::team_state& parent = state();
   const std::uint64_t nth = parent.splits.fetch_add(1, std::memory_order_relaxed);
-  const std::uint64_t id =
-      detail::mix_id(parent.id ^ detail::mix_id(nth ^ detail::mix_id(static_cast<std::uint64_t>(color))));
+  const std::uint64_t id = detail::mix_id(
+      parent.id ^ detail::mix_id(nth ^ detail::mix_id(static_cast<std::uint64_t>(color))));
   detail::team_module& module = *m_state->module;
   const detail::team_handle h = module.net().split(m_state->handle, color, key);
   if (h == detail::k_no_team) co_return team();

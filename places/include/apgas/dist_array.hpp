@@ -2,7 +2,8 @@
 /// over the places of a team, each place holding its part contiguously.
 ///
 ///     apgas::team all = apgas::team::world();
-///     auto a = co_await apgas::dist_array<double>::make(all, apgas::distribution::block(n, all.size()), 1);
+///     auto a = co_await apgas::dist_array<double>::make(
+///         all, apgas::distribution::block(n, all.size()), 1);
 ///     for (double& x : a.local()) x = 1;                   // this place's part
 ///     co_await a.exchange_halo();                          // one message per neighbour
 ///     double left = a.ghosts_left()[0];                    // the left neighbour's last cell
@@ -80,8 +81,7 @@ public:
     a.m_dist = d;
     a.m_ghosts = ghosts;
     a.m_rank = t.rank();
-    a.m_parts = std::make_unique<detail::array_parts<T>>(
-        t, d.local_size(t.rank()) + 2 * ghosts);
+    a.m_parts = std::make_unique<detail::array_parts<T>>(t, d.local_size(t.rank()) + 2 * ghosts);
     co_await a.m_parts->connect();
     co_return a;
   }
@@ -174,10 +174,10 @@ public:
 private:
   dist_array() = default;
   global_ptr<T> ptr(std::size_t global) const {
-    if (global >= m_dist.size())
-      throw std::out_of_range("apgas: a dist_array index past its end");
+    if (global >= m_dist.size()) throw std::out_of_range("apgas: a dist_array index past its end");
     const place_id rank = m_dist.owner(global);
-    return m_parts->bases[rank] + static_cast<std::ptrdiff_t>(m_ghosts + m_dist.local_index(global));
+    return m_parts->bases[rank] +
+           static_cast<std::ptrdiff_t>(m_ghosts + m_dist.local_index(global));
   }
   /// How many of the `left` indices from `global` are contiguous at one owner.
   std::size_t run_length(std::size_t global, std::size_t left) const {
@@ -209,8 +209,8 @@ public:
     if (d.parts() != t.size())
       throw std::invalid_argument("apgas: a 2D distribution over another number of parts than "
                                   "the team's places");
-    if (ghosts != 0 && (d.rows.how() != distribution::kind::block ||
-                        d.cols.how() != distribution::kind::block))
+    if (ghosts != 0 &&
+        (d.rows.how() != distribution::kind::block || d.cols.how() != distribution::kind::block))
       throw std::invalid_argument("apgas: ghost regions need a block distribution");
     dist_array_2d a;
     a.m_dist = d;
@@ -290,14 +290,16 @@ public:
     const auto send_rows = [&](const neighbour& n, std::ptrdiff_t first) {
       if (!n.exists) return;
       packed.clear();
-      for (std::ptrdiff_t i = first; i < first + g; ++i) packed.insert(packed.end(), cell(i, 0), cell(i, 0) + m_cols);
+      for (std::ptrdiff_t i = first; i < first + g; ++i)
+        packed.insert(packed.end(), cell(i, 0), cell(i, 0) + m_cols);
       p.halo->send(p.members.place(n.rank), n.their_side, e, std::as_bytes(std::span(packed)));
       ++expected;
     };
     const auto send_cols = [&](const neighbour& n, std::ptrdiff_t first) {
       if (!n.exists) return;
       packed.clear();
-      for (std::ptrdiff_t i = 0; i < rows; ++i) packed.insert(packed.end(), cell(i, first), cell(i, first) + m_ghosts);
+      for (std::ptrdiff_t i = 0; i < rows; ++i)
+        packed.insert(packed.end(), cell(i, first), cell(i, first) + m_ghosts);
       p.halo->send(p.members.place(n.rank), n.their_side, e, std::as_bytes(std::span(packed)));
       ++expected;
     };
@@ -331,7 +333,8 @@ public:
     T partial = init;
     for (std::size_t i = 0; i < m_rows; ++i)
       for (std::size_t j = 0; j < m_cols; ++j)
-        partial = op(partial, (*this)(static_cast<std::ptrdiff_t>(i), static_cast<std::ptrdiff_t>(j)));
+        partial =
+            op(partial, (*this)(static_cast<std::ptrdiff_t>(i), static_cast<std::ptrdiff_t>(j)));
     co_return co_await m_parts->members.allreduce(partial, op);
   }
 
@@ -339,7 +342,8 @@ private:
   dist_array_2d() = default;
   T* cell(std::ptrdiff_t i, std::ptrdiff_t j) noexcept {
     const auto g = static_cast<std::ptrdiff_t>(m_ghosts);
-    return m_parts->storage.local().data() + (i + g) * static_cast<std::ptrdiff_t>(m_stride) + j + g;
+    return m_parts->storage.local().data() + (i + g) * static_cast<std::ptrdiff_t>(m_stride) + j +
+           g;
   }
   global_ptr<T> ptr(std::size_t i, std::size_t j) const {
     if (i >= m_dist.rows.size() || j >= m_dist.cols.size())

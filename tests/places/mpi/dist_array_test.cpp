@@ -39,9 +39,12 @@ long value_of(std::size_t i) { return static_cast<long>(i) * 3; }
 
 distribution make_dist(int which, std::size_t n, place_id parts) {
   switch (which) {
-  case 0: return distribution::block(n, parts);
-  case 1: return distribution::cyclic(n, parts);
-  default: return distribution::block_cyclic(n, parts, 5);
+  case 0:
+    return distribution::block(n, parts);
+  case 1:
+    return distribution::cyclic(n, parts);
+  default:
+    return distribution::block_cyclic(n, parts, 5);
   }
 }
 
@@ -57,15 +60,13 @@ struct elements_and_remote_access {
           check(a.owner(a.global_index(i)) == apgas::here(), "owner of a local element");
         co_await all.barrier(); // every part written
         // Single elements and a range from every place, through rget.
-        for (std::size_t i : {0UL, n / 2, n - 1})
-          check(co_await a.get(i) == value_of(i), "get");
+        for (std::size_t i : {0UL, n / 2, n - 1}) check(co_await a.get(i) == value_of(i), "get");
         std::vector<long> all_values(n);
         co_await a.get(0, all_values);
         for (std::size_t i = 0; i < n; ++i) check(all_values[i] == value_of(i), "ranged get");
         co_await all.barrier(); // every read done before anyone writes
         // Each place writes the elements i with i % places == here, negated.
-        for (std::size_t i = apgas::here(); i < n; i += all.size())
-          co_await a.put(i, -value_of(i));
+        for (std::size_t i = apgas::here(); i < n; i += all.size()) co_await a.put(i, -value_of(i));
         co_await all.barrier();
         a.for_each_local([](std::size_t g, long& x) { check(x == -value_of(g), "put"); });
         // A range put from place 0 across every owner.
@@ -135,8 +136,8 @@ struct halo_2d {
       a.for_each_local([step](std::size_t i, std::size_t j, long& x) { x = value_2d(i, j, step); });
       co_await a.exchange_halo();
       const auto expect = [&](std::ptrdiff_t i, std::ptrdiff_t j, const char* what) {
-        check(a(i, j) == value_2d(static_cast<std::size_t>(gi(i)), static_cast<std::size_t>(gj(j)),
-                                  step),
+        check(a(i, j) ==
+                  value_2d(static_cast<std::size_t>(gi(i)), static_cast<std::size_t>(gj(j)), step),
               what);
       };
       for (std::ptrdiff_t j = 0; j < c; ++j) {

@@ -106,7 +106,7 @@ TEST_F(rma, ranges_of_64_kib_both_ways) {
     co_await apgas::rput(ptrs[last] + 1000, std::span<const long>(buf));
     std::vector<long> back(8192);
     co_await apgas::rget(ptrs[last] + 1000, std::span<long>(back));
-    co_return ok && back == buf;
+    co_return ok&& back == buf;
   });
   EXPECT_TRUE(ok);
 }
@@ -129,7 +129,9 @@ TEST_F(rma, misuse_throws) {
     co_return s;
   });
   EXPECT_NE(what.find("null global_ptr"), std::string::npos) << what;
-  if (g_rt->places() > 1) EXPECT_NE(what.find("away from its place"), std::string::npos) << what;
+  if (g_rt->places() > 1) {
+    EXPECT_NE(what.find("away from its place"), std::string::npos) << what;
+  }
 }
 
 } // namespace

@@ -73,7 +73,7 @@ private:
 };
 
 inline halo_channel::arrivals_awaiter halo_channel::arrivals(std::uint64_t exchange,
-                                                               std::size_t count) {
+                                                             std::size_t count) {
   return arrivals_awaiter(*m_state, exchange, count);
 }
 
