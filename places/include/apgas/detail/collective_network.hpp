@@ -125,8 +125,6 @@ public:
   /// there (visible to that place), not only once `from` may be reused.
   virtual void start_put(place_id to, std::uintptr_t address, const void* from, std::size_t bytes,
                          collective_done& done) = 0;
-  /// @brief True if every access completes inside its start (one place).
-  virtual bool completes_at_once() const noexcept { return false; }
 };
 
 } // namespace apgas::detail
