@@ -23,15 +23,17 @@ if ((quick)); then
   fin_args=(--max-asyncs 10000 --budget 10000 --max-finishes 20)
   gups_args=(--log-size 16 --reps 1)
   idle_args=(--seconds 0.2)
+  rma_args=(--iters 50 --big-iters 5 --rounds 1)
 else
   lat_args=()
   thr_args=(--asyncs 500000 --reps 5)
   fin_args=()
   gups_args=()
   idle_args=()
+  rma_args=()
 fi
 
-for b in at_latency async_throughput finish_messages gups idle; do
+for b in at_latency async_throughput finish_messages gups rma idle; do
   [[ -x "$dir/bench_$b" ]] || {
     echo "run_all.sh: $dir/bench_$b not found (build it, or set APGAS_PLACES_BENCH_DIR)" >&2
     exit 2
@@ -74,7 +76,10 @@ echo
 echo "-- default threads (2 per place, --bind-to none: the MPI peer runs unbound too)"
 "$run" -n 2 "$dir/bench_gups" "${gups_args[@]}" 2>&1
 
-section "5. an idle place: CPU and wake-ups, against a rank waiting in MPI_Recv"
+section "5. one-sided access, place 0 -> 1: rget/rput against MPI_Get/MPI_Put"
+"$run" -n 2 --threads 1 "$dir/bench_rma" "${rma_args[@]}" 2>&1
+
+section "6. an idle place: CPU and wake-ups, against a rank waiting in MPI_Recv"
 "$dir/bench_idle" "${idle_args[@]}" 2>&1   # one place, no mpirun
 for p in 2 4; do
   "$run" -n "$p" --threads 1 "$dir/bench_idle" "${idle_args[@]}" 2>&1

@@ -32,39 +32,40 @@ void detach_memory(void* base) noexcept {
     if (rma_network* net = dispatcher->net().rma()) net->detach(base);
 }
 
-void rma_waiter::start() {
-  rma_network& net = current_rma();
-  if (m_put) net.start_put(m_target, m_address, m_local, m_bytes, *this);
-  else net.start_get(m_target, m_address, m_local, m_bytes, *this);
-}
-
 bool rma_waiter::start_at_once() {
-  if (!current_rma().completes_at_once()) return false;
   try {
-    start(); // done() runs inside: nothing to wake
+    rma_network& net = current_rma();
+    if (m_put) net.start_put(m_target, m_address, m_local, m_bytes, *this);
+    else net.start_get(m_target, m_address, m_local, m_bytes, *this);
   } catch (...) {
     m_error = std::current_exception();
+    return true;
   }
-  return true;
+  // acquire: done()'s m_error, when the start completed the access.
+  return m_state.load(std::memory_order_acquire) == k_done;
 }
 
-std::coroutine_handle<> rma_waiter::start_suspended(promise_base& activity) {
+std::coroutine_handle<> rma_waiter::suspend(promise_base& activity) {
   m_activity = &activity;
-  // What this worker runs next is decided before the access can complete (on another
-  // thread's poll, which then makes the activity runnable).
-  const std::coroutine_handle<> next = t_worker->suspend_for_external();
-  message_dispatcher::current().expect_message(); // idle workers poll eagerly meanwhile
-  try {
-    start();
-  } catch (...) {
-    done(std::current_exception());
+  // What this worker runs next is decided before the access can resume the activity (on
+  // another thread's poll, which then makes it runnable).
+  worker& w = *t_worker;
+  const std::coroutine_handle<> next = w.suspend_for_external();
+  message_dispatcher& dispatcher = message_dispatcher::current();
+  dispatcher.expect_message(); // idle workers poll eagerly meanwhile
+  std::uint8_t started = k_started;
+  // acq_rel: publishes m_activity to done(); if done() came first, acquires its m_error.
+  if (!m_state.compare_exchange_strong(started, k_waiting, std::memory_order_acq_rel)) {
+    dispatcher.expected_message_arrived(); // done meanwhile, on another thread's poll
+    w.sched().inject(as_independent(&activity));
   }
   return next;
 }
 
 void rma_waiter::done(std::exception_ptr error) noexcept {
   m_error = std::move(error);
-  if (m_activity == nullptr) return; // completed at once
+  // acq_rel: publishes m_error to the activity; if it waits, acquires m_activity.
+  if (m_state.exchange(k_done, std::memory_order_acq_rel) != k_waiting) return;
   message_dispatcher& dispatcher = message_dispatcher::current();
   dispatcher.expected_message_arrived();
   dispatcher.sched().inject(as_independent(m_activity));

@@ -8,11 +8,12 @@
 ///     co_await apgas::rget(p, std::span<double>(buf, 64));  // 64 of them
 ///
 /// A get or a put is MPI RMA on a window of every place's registered memory (passive target:
-/// the target's code takes no part), completed by the place's polling while the calling
-/// activity waits, suspended. `co_await rput(...)` returns once the bytes are at the target, so
-/// a finish that governs the putting activity ends after its puts are visible there. Values are
-/// bitwise (they are copied as bytes). Accesses to one place's memory that overlap, from
-/// several places at once, are a race, as in MPI.
+/// the target's code takes no part). One that MPI completes inside its call (over shared
+/// memory) does not suspend the calling activity; otherwise the activity waits, suspended,
+/// and the place's polling completes the access. `co_await rput(...)` returns once the bytes
+/// are at the target, so a finish that governs the putting activity ends after its puts are
+/// visible there. Values are bitwise (they are copied as bytes). Accesses to one place's memory
+/// that overlap, from several places at once, are a race, as in MPI.
 #pragma once
 
 #include "apgas/detail/collective_network.hpp"
@@ -20,6 +21,7 @@
 #include "apgas/place.hpp"
 #include "apgas/task.hpp"
 
+#include <atomic>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
@@ -73,7 +75,10 @@ rma_network& current_rma();
 /// @brief Checks an access of `bytes` bytes at `p` (not null, a real place).
 void check_access(place_id where, std::uintptr_t address, std::size_t bytes);
 
-/// @brief A get or put that an activity waits for.
+/// @brief A get or put that an activity waits for. The access starts before the activity
+/// would suspend, and one the network completes inside its start (a copy through shared
+/// memory, one place) needs no suspension. Otherwise the polling thread that completes it
+/// (done) and the activity that suspends race: whichever comes second resumes the activity.
 class rma_waiter final : public collective_done {
 public:
   rma_waiter(bool put, place_id target, std::uintptr_t address, void* local, std::size_t bytes)
@@ -82,22 +87,25 @@ public:
   rma_waiter& operator=(const rma_waiter&) = delete;
 
   void done(std::exception_ptr error) noexcept override;
+  /// @brief Starts the access. @return true if it is done already (or failed to start).
   bool start_at_once();
-  std::coroutine_handle<> start_suspended(promise_base& activity);
+  /// @brief Suspends `activity` until the access is done. pre: start_at_once() gave false.
+  std::coroutine_handle<> suspend(promise_base& activity);
   void rethrow_if_failed() const {
     if (m_error) [[unlikely]]
       std::rethrow_exception(m_error);
   }
 
 private:
-  void start();
+  enum : std::uint8_t { k_started, k_waiting, k_done };
   bool m_put;
   place_id m_target;
   std::uintptr_t m_address;
   void* m_local;
   std::size_t m_bytes;
-  std::exception_ptr m_error;
-  promise_base* m_activity = nullptr;
+  std::exception_ptr m_error;         ///< written by done() before m_state becomes done
+  promise_base* m_activity = nullptr; ///< written by suspend() before m_state becomes waiting
+  std::atomic<std::uint8_t> m_state{k_started};
 };
 
 /// @brief The awaitable of rget/rput; R is what it gives back (T for a get of one value).
@@ -110,7 +118,7 @@ public:
   template <class P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) {
     require_apgas_caller<P>();
-    return m_waiter.start_suspended(caller.promise());
+    return m_waiter.suspend(caller.promise());
   }
   void await_resume() const { m_waiter.rethrow_if_failed(); }
 
@@ -130,7 +138,7 @@ public:
   template <class P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) {
     require_apgas_caller<P>();
-    return m_waiter.start_suspended(caller.promise());
+    return m_waiter.suspend(caller.promise());
   }
   T await_resume() const {
     m_waiter.rethrow_if_failed();
@@ -154,7 +162,7 @@ public:
   template <class P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) {
     require_apgas_caller<P>();
-    return m_waiter.start_suspended(caller.promise());
+    return m_waiter.suspend(caller.promise());
   }
   void await_resume() const { m_waiter.rethrow_if_failed(); }
 

@@ -47,9 +47,11 @@ namespace {
 /// The attribute of our reduction datatypes that holds their operation (made once, under the
 /// network lock of the only MPI transport).
 int g_combine_key = MPI_KEYVAL_INVALID;
-/// An exception a user's operation threw inside MPI (which cannot carry it): the polling
-/// thread's, given to the collectives that complete in the same test.
-thread_local std::exception_ptr t_reduce_error;
+/// An exception a user's operation threw inside MPI (which cannot carry it), given to the
+/// collectives that the next test completes. One for the process, not one per thread: MPI runs
+/// the operation inside whichever call makes progress, often another thread's than the one
+/// whose test completes the collective. Guarded by the network lock, which every MPI call holds.
+std::exception_ptr g_reduce_error;
 
 /// inout[i] = in[i] op inout[i], MPI's order (in holds the lower ranks' part).
 extern "C" void apply_user_op(void* in, void* inout, int* len, MPI_Datatype* type) {
@@ -76,7 +78,7 @@ extern "C" void apply_user_op(void* in, void* inout, int* len, MPI_Datatype* typ
       std::memcpy(b, tmp, static_cast<std::size_t>(size));
     }
   } catch (...) {
-    if (!t_reduce_error) t_reduce_error = std::current_exception();
+    if (!g_reduce_error) g_reduce_error = std::current_exception();
   }
 }
 
@@ -306,7 +308,7 @@ void mpi_collectives::test_locked() {
                               m_indices.data(), statuses.data());
   if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) throw_mpi_failed(rc, "MPI_Testsome");
   if (count <= 0) return;
-  const std::exception_ptr op_error = std::exchange(t_reduce_error, nullptr);
+  const std::exception_ptr op_error = std::exchange(g_reduce_error, nullptr);
   for (int k = 0; k < count; ++k) {
     const auto i = static_cast<std::size_t>(m_indices[static_cast<std::size_t>(k)]);
     std::exception_ptr error = op_error;

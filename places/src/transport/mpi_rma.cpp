@@ -60,9 +60,32 @@ void mpi_rma::detach(void* base) noexcept {
 }
 
 void mpi_rma::start_locked(MPI_Request request, const access& a) {
+  // One test at once: an access that MPI made inside its call (a copy through shared memory)
+  // is done now, and its activity need not suspend (see rma_waiter).
+  int complete = 0;
+  const int rc = MPI_Test(&request, &complete, MPI_STATUS_IGNORE);
+  if (rc == MPI_SUCCESS && complete != 0) return complete_locked(a);
+  if (rc != MPI_SUCCESS && request == MPI_REQUEST_NULL) // ended, in error
+    return a.done->done(std::make_exception_ptr(
+        transport_error("apgas: a one-sided access failed: " + mpi_error_text(rc))));
+  // Not done, or a test that failed on a request still alive (which may still use the
+  // caller's buffer, so the caller must not go on): test_locked completes it.
   m_requests.push_back(request);
   m_accesses.push_back(a);
   m_pending_count.store(m_requests.size(), std::memory_order_relaxed); // relaxed: a hint
+}
+
+void mpi_rma::complete_locked(const access& a) {
+  std::exception_ptr error;
+  // A put is done once its bytes are at the target: its request says only that the source
+  // may be reused (one flush, at most a round trip, for every put to that target).
+  if (a.put) {
+    const int rc = MPI_Win_flush(static_cast<int>(a.target), m_window);
+    if (rc != MPI_SUCCESS)
+      error = std::make_exception_ptr(
+          transport_error("apgas: MPI_Win_flush failed: " + mpi_error_text(rc)));
+  }
+  a.done->done(error);
 }
 
 void mpi_rma::start_get(place_id from, std::uintptr_t address, void* to, std::size_t bytes,
@@ -105,16 +128,7 @@ void mpi_rma::test_locked() {
   if (count <= 0) return;
   for (int k = 0; k < count; ++k) {
     access& a = m_accesses[static_cast<std::size_t>(m_indices[static_cast<std::size_t>(k)])];
-    std::exception_ptr error;
-    // A put is done once its bytes are at the target: its request says only that the source
-    // may be reused (one flush, at most a round trip, for every put to that target).
-    if (a.put) {
-      const int rc = MPI_Win_flush(static_cast<int>(a.target), m_window);
-      if (rc != MPI_SUCCESS)
-        error = std::make_exception_ptr(
-            transport_error("apgas: MPI_Win_flush failed: " + mpi_error_text(rc)));
-    }
-    a.done->done(error);
+    complete_locked(a);
     a.done = nullptr;
   }
   std::size_t kept = 0;

@@ -1,9 +1,10 @@
 // One-sided access over MPI (see apgas/detail/collective_network.hpp's rma_network): one
 // dynamic window over every place, in a passive-target epoch for the transport's whole life
 // (MPI_Win_lock_all), so that a get or a put needs nothing from its target's code. Request-
-// based MPI_Rget/MPI_Rput, tested at every poll like the transport's sends; a put's request
-// completes once its source may be reused, so the place then flushes to its target before it
-// reports the put done (what the awaiting activity, and its finish, rely on). Internal to
+// based MPI_Rget/MPI_Rput, tested once as they start (over shared memory MPI copies inside the
+// call) and then at every poll like the transport's sends; a put's request completes once its
+// source may be reused, so the place then flushes to its target before it reports the put
+// done (what the awaiting activity, and its finish, rely on). Internal to
 // places/src/transport; includes mpi.h.
 #pragma once
 
@@ -43,7 +44,10 @@ private:
     place_id target;
     bool put;
   };
+  /// Completes `a` now if MPI did it inside its call, else keeps it for test_locked.
   void start_locked(MPI_Request request, const access& a);
+  /// Tells `a` it is done (a put: once flushed to its target).
+  void complete_locked(const access& a);
   /// True for one rank (accesses are copies); throws if the window could not be made.
   bool local_only_locked() const;
 

@@ -76,7 +76,6 @@ public:
     std::memmove(reinterpret_cast<void*>(address), from, bytes);
     done.done(nullptr);
   }
-  bool completes_at_once() const noexcept override { return true; }
 };
 
 class single_place_transport final : public transport {

@@ -105,9 +105,10 @@ TEST(future, a_failure_nobody_awaits_is_reported) {
     });
     err.read_into(printed);
   }
-  if (g_rt->here() == 0)
+  if (g_rt->here() == 0) {
     EXPECT_NE(printed.find("nobody awaited it: std::runtime_error: lost?"), std::string::npos)
         << printed;
+  }
 }
 
 } // namespace

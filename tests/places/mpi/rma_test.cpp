@@ -129,7 +129,9 @@ TEST_F(rma, misuse_throws) {
     co_return s;
   });
   EXPECT_NE(what.find("null global_ptr"), std::string::npos) << what;
-  if (g_rt->places() > 1) EXPECT_NE(what.find("away from its place"), std::string::npos) << what;
+  if (g_rt->places() > 1) {
+    EXPECT_NE(what.find("away from its place"), std::string::npos) << what;
+  }
 }
 
 } // namespace

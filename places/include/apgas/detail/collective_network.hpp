@@ -108,8 +108,9 @@ public:
 inline constexpr team_handle k_no_team = ~team_handle{0};
 
 /// @brief One-sided access to memory that places registered (MPI RMA on a dynamic window):
-/// reads and writes of another place's memory without running code there. Each completes in
-/// the place's polling and tells its collective_done. Thread-safety: any thread.
+/// reads and writes of another place's memory without running code there. Each completes
+/// inside its start (when the network copies there) or in the place's polling, and tells its
+/// collective_done. Thread-safety: any thread.
 class rma_network {
 public:
   virtual ~rma_network() = default;
@@ -124,8 +125,6 @@ public:
   /// there (visible to that place), not only once `from` may be reused.
   virtual void start_put(place_id to, std::uintptr_t address, const void* from, std::size_t bytes,
                          collective_done& done) = 0;
-  /// @brief True if every access completes inside its start (one place).
-  virtual bool completes_at_once() const noexcept { return false; }
 };
 
 } // namespace apgas::detail
