@@ -261,10 +261,18 @@ void mpi_collectives::start(const collective_call& call, collective_done& done) 
   std::lock_guard net(m_net_lock);
   const team_state& t = state(call.team);
   if (p2p_collective::handles(call, static_cast<int>(t.members.size()))) {
-    auto small = std::make_unique<p2p_collective>(call, t.comm, static_cast<int>(t.rank),
-                                                  static_cast<int>(t.members.size()), done);
+    std::unique_ptr<p2p_collective> small;
+    if (m_spare_small.empty()) {
+      small = std::make_unique<p2p_collective>();
+    } else {
+      small = std::move(m_spare_small.back());
+      m_spare_small.pop_back();
+    }
+    small->begin(call, t.comm, static_cast<int>(t.rank), static_cast<int>(t.members.size()), done);
     if (small->progress()) {
       done.done(small->error()); // the last member to arrive completes at once
+      small->trim();
+      m_spare_small.push_back(std::move(small));
       return;
     }
     m_small.push_back(std::move(small));
@@ -289,13 +297,20 @@ void mpi_collectives::test_small_locked() {
   for (std::size_t i = 0; i < m_small.size(); ++i) {
     if (m_small[i]->progress()) {
       m_small[i]->done().done(m_small[i]->error());
-      m_small[i].reset();
+      m_small[i]->trim();
+      m_spare_small.push_back(std::move(m_small[i]));
       continue;
     }
     m_small[kept++] = std::move(m_small[i]);
   }
   m_small.resize(kept);
   count_pending_locked();
+}
+
+void mpi_collectives::progress() {
+  if (!m_net_lock.try_lock()) return; // another thread polls: it completes what is done
+  const std::lock_guard held(m_net_lock, std::adopt_lock);
+  test_locked();
 }
 
 void mpi_collectives::test_locked() {

@@ -34,6 +34,7 @@ public:
   team_handle split(team_handle parent, int color, int key) override;
   void free(team_handle team) noexcept override;
   std::size_t pending() const noexcept override;
+  void progress() override;
 
   /// @brief Completes what finished: tells each its done. pre: the network lock is held.
   void test_locked();
@@ -66,7 +67,9 @@ private:
   std::vector<MPI_Request> m_requests;
   std::vector<collective_done*> m_done;
   std::vector<std::unique_ptr<p2p_collective>> m_small; ///< in flight over point-to-point
-  std::vector<MPI_Datatype> m_user_datatypes;           ///< made here, freed at the end
+  /// Completed ones, reused by the next calls (no allocation per small collective).
+  std::vector<std::unique_ptr<p2p_collective>> m_spare_small;
+  std::vector<MPI_Datatype> m_user_datatypes; ///< made here, freed at the end
   std::map<std::pair<std::uint32_t, combine_fn>, MPI_Datatype> m_user_types;
   std::map<std::uint32_t, MPI_Datatype> m_byte_types;
   MPI_Op m_user_op_commutative = MPI_OP_NULL;

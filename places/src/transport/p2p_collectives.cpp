@@ -12,55 +12,60 @@ namespace {
 
 constexpr int k_first_tag = 100;
 
-template <class T>
-void apply_builtin(reduce_op::builtin op, std::byte* acc, const std::byte* in, std::size_t n) {
+template <class T, class Op>
+void apply_each(std::byte* out, const std::byte* a, const std::byte* b, std::size_t n, Op op) {
+  // Through memcpy: the buffers are bytes, maybe unaligned; the loop still vectorizes.
   for (std::size_t i = 0; i < n; ++i) {
-    T a;
-    T b;
-    std::memcpy(&a, acc + i * sizeof(T), sizeof(T));
-    std::memcpy(&b, in + i * sizeof(T), sizeof(T));
-    switch (op) {
-    case reduce_op::builtin::sum:
-      a = static_cast<T>(a + b);
-      break;
-    case reduce_op::builtin::min:
-      a = std::min(a, b);
-      break;
-    case reduce_op::builtin::max:
-      a = std::max(a, b);
-      break;
-    case reduce_op::builtin::none:
-      break;
-    }
-    std::memcpy(acc + i * sizeof(T), &a, sizeof(T));
+    T x;
+    T y;
+    std::memcpy(&x, a + i * sizeof(T), sizeof(T));
+    std::memcpy(&y, b + i * sizeof(T), sizeof(T));
+    const T r = op(x, y);
+    std::memcpy(out + i * sizeof(T), &r, sizeof(T));
   }
 }
 
-/// acc[i] = acc[i] op in[i] for MPI's built-in operations (commutative: the order is free).
-void apply_builtin(element_type::scalar kind, reduce_op::builtin op, std::byte* acc,
-                   const std::byte* in, std::size_t n) {
+template <class T>
+void apply_builtin(reduce_op::builtin op, std::byte* out, const std::byte* a, const std::byte* b,
+                   std::size_t n) {
+  switch (op) { // outside the loop, which then vectorizes
+  case reduce_op::builtin::sum:
+    return apply_each<T>(out, a, b, n, [](T x, T y) { return static_cast<T>(x + y); });
+  case reduce_op::builtin::min:
+    return apply_each<T>(out, a, b, n, [](T x, T y) { return std::min(x, y); });
+  case reduce_op::builtin::max:
+    return apply_each<T>(out, a, b, n, [](T x, T y) { return std::max(x, y); });
+  case reduce_op::builtin::none:
+    return;
+  }
+}
+
+/// out[i] = a[i] op b[i] for MPI's built-in operations (commutative: the order is free); out
+/// may be a.
+void apply_builtin(element_type::scalar kind, reduce_op::builtin op, std::byte* out,
+                   const std::byte* a, const std::byte* b, std::size_t n) {
   using k = element_type::scalar;
   switch (kind) {
   case k::i8:
-    return apply_builtin<std::int8_t>(op, acc, in, n);
+    return apply_builtin<std::int8_t>(op, out, a, b, n);
   case k::i16:
-    return apply_builtin<std::int16_t>(op, acc, in, n);
+    return apply_builtin<std::int16_t>(op, out, a, b, n);
   case k::i32:
-    return apply_builtin<std::int32_t>(op, acc, in, n);
+    return apply_builtin<std::int32_t>(op, out, a, b, n);
   case k::i64:
-    return apply_builtin<std::int64_t>(op, acc, in, n);
+    return apply_builtin<std::int64_t>(op, out, a, b, n);
   case k::u8:
-    return apply_builtin<std::uint8_t>(op, acc, in, n);
+    return apply_builtin<std::uint8_t>(op, out, a, b, n);
   case k::u16:
-    return apply_builtin<std::uint16_t>(op, acc, in, n);
+    return apply_builtin<std::uint16_t>(op, out, a, b, n);
   case k::u32:
-    return apply_builtin<std::uint32_t>(op, acc, in, n);
+    return apply_builtin<std::uint32_t>(op, out, a, b, n);
   case k::u64:
-    return apply_builtin<std::uint64_t>(op, acc, in, n);
+    return apply_builtin<std::uint64_t>(op, out, a, b, n);
   case k::f32:
-    return apply_builtin<float>(op, acc, in, n);
+    return apply_builtin<float>(op, out, a, b, n);
   case k::f64:
-    return apply_builtin<double>(op, acc, in, n);
+    return apply_builtin<double>(op, out, a, b, n);
   case k::bytes:
     return;
   }
@@ -82,12 +87,27 @@ bool p2p_collective::uses_ring(const collective_call& c, int size) noexcept {
          c.count * c.type.size > k_max_bytes && c.count >= static_cast<std::size_t>(size);
 }
 
-p2p_collective::p2p_collective(const collective_call& c, MPI_Comm comm, int rank, int size,
-                               collective_done& done)
-    : m_call(c), m_comm(comm), m_rank(rank), m_size(size), m_done(done) {
+void p2p_collective::begin(const collective_call& c, MPI_Comm comm, int rank, int size,
+                           collective_done& done) {
+  m_call = c;
+  m_comm = comm;
+  m_rank = rank;
+  m_size = size;
+  m_done = &done;
+  m_extra = 0;
+  m_doubled = 1;
+  m_virtual = 0;
+  m_distance = 1;
+  m_round = 0;
+  m_step = step::finished;
+  m_bytes = 0;
+  m_error = nullptr;
+  // m_incoming keeps its capacity from the collectives before: no allocation per call.
   if (c.kind == collective_kind::allreduce && uses_ring(c, size)) {
+    // No copy of the value into recv: the first round sends this member's block from send,
+    // and every other block is first written by its combination (send's block op the
+    // incoming one), so each byte of send is read once.
     m_bytes = c.count * c.type.size;
-    if (c.send != c.recv) std::memcpy(c.recv, c.send, m_bytes);
     m_incoming.resize(block_bytes(0)); // block 0 is the largest
     m_step = step::ring_reduce;
     start_step();
@@ -155,6 +175,11 @@ std::byte* p2p_collective::block_data(int block) const noexcept {
   return static_cast<std::byte*>(m_call.recv) + block_first(block) * m_call.type.size;
 }
 
+const std::byte* p2p_collective::send_block(int block) const noexcept {
+  const void* send = m_call.send != nullptr ? m_call.send : m_call.recv;
+  return static_cast<const std::byte*>(send) + block_first(block) * m_call.type.size;
+}
+
 void p2p_collective::start_step() {
   const int right = (m_rank + 1) % m_size;
   const int left = (m_rank + m_size - 1) % m_size;
@@ -163,7 +188,8 @@ void p2p_collective::start_step() {
     // Round s: block r - s goes right, block r - s - 1 comes from the left to be combined.
     const int out = (m_rank - m_round + 2 * m_size) % m_size;
     const int in = (out + m_size - 1) % m_size;
-    post(right, block_data(out), block_bytes(out), left, m_incoming.data(), block_bytes(in));
+    const std::byte* from = m_round == 0 ? send_block(out) : block_data(out);
+    post(right, from, block_bytes(out), left, m_incoming.data(), block_bytes(in));
     break;
   }
   case step::ring_gather: {
@@ -201,7 +227,7 @@ void p2p_collective::start_step() {
 void p2p_collective::combine(bool incoming_is_lower) {
   std::byte* acc = static_cast<std::byte*>(m_call.recv);
   if (m_call.op.op != reduce_op::builtin::none) {
-    apply_builtin(m_call.type.kind, m_call.op.op, acc, m_incoming.data(), m_call.count);
+    apply_builtin(m_call.type.kind, m_call.op.op, acc, acc, m_incoming.data(), m_call.count);
     return;
   }
   const std::size_t size = m_call.type.size;
@@ -226,7 +252,9 @@ void p2p_collective::next_step() {
   switch (m_step) {
   case step::ring_reduce: {
     const int in = (m_rank - m_round + 2 * m_size) % m_size; // the block that came this round
-    apply_builtin(m_call.type.kind, m_call.op.op, block_data(in), m_incoming.data(),
+    // Round 1's block is still only in send; later ones were combined here a round before.
+    const std::byte* acc = m_round == 1 ? send_block(in) : block_data(in);
+    apply_builtin(m_call.type.kind, m_call.op.op, block_data(in), acc, m_incoming.data(),
                   block_bytes(in) / m_call.type.size);
     if (m_round == m_size - 1) m_step = step::ring_gather; // block r + 1 is whole here
     break;

@@ -35,17 +35,23 @@ public:
   static bool handles(const collective_call& c, int size) noexcept;
   static bool uses_ring(const collective_call& c, int size) noexcept;
 
-  /// @param rank, size this place's rank in `comm` and the number of members.
-  p2p_collective(const collective_call& c, MPI_Comm comm, int rank, int size,
-                 collective_done& done);
+  p2p_collective() = default;
   p2p_collective(const p2p_collective&) = delete;
   p2p_collective& operator=(const p2p_collective&) = delete;
   ~p2p_collective();
 
+  /// @brief Starts collective `c` (this object is reused: one collective at a time, once the
+  /// previous one completed). @param rank, size this place's rank in `comm` and the number of
+  /// members.
+  void begin(const collective_call& c, MPI_Comm comm, int rank, int size, collective_done& done);
+  /// @brief Frees a large buffer of a completed collective (a spare keeps only small ones).
+  void trim() noexcept {
+    if (m_incoming.capacity() > k_max_bytes) std::vector<std::byte>().swap(m_incoming);
+  }
   /// @brief Tests the current round and starts the next ones that can start. @return true once
   /// the collective has completed here (its buffers hold the result; tell done()).
   bool progress();
-  collective_done& done() const noexcept { return m_done; }
+  collective_done& done() const noexcept { return *m_done; }
   /// @brief What a user's operation threw at this place (the result is then not defined).
   std::exception_ptr error() const noexcept { return m_error; }
 
@@ -70,15 +76,17 @@ private:
   std::size_t block_first(int block) const noexcept;
   std::size_t block_bytes(int block) const noexcept;
   std::byte* block_data(int block) const noexcept;
+  /// The same block of the value as the caller gave it (send; recv when in place).
+  const std::byte* send_block(int block) const noexcept;
   /// acc = lower op upper, element by element; `incoming_is_lower` says which side acc is.
   void combine(bool incoming_is_lower);
   /// The real rank of the member with recursive-doubling rank `v`.
   int real_rank(int v) const noexcept { return v < m_extra ? 2 * v + 1 : v + m_extra; }
 
   collective_call m_call;
-  MPI_Comm m_comm;
-  int m_rank;
-  int m_size;
+  MPI_Comm m_comm = MPI_COMM_NULL;
+  int m_rank = 0;
+  int m_size = 1;
   int m_extra = 0;   ///< members past the largest power of two <= size (allreduce)
   int m_doubled = 1; ///< that power of two
   int m_virtual = 0; ///< this member's rank among the doubled ones (-1: an extra member)
@@ -88,7 +96,7 @@ private:
   std::size_t m_bytes = 0;           ///< of the value (allreduce)
   std::vector<std::byte> m_incoming; ///< a partner's value (the ring: a block of it)
   MPI_Request m_requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-  collective_done& m_done;
+  collective_done* m_done = nullptr;
   std::exception_ptr m_error;
 };
 

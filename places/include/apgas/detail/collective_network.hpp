@@ -102,6 +102,9 @@ public:
   virtual void free(team_handle team) noexcept = 0;
   /// @brief Collectives started and not completed (for idle polling and the state dump).
   virtual std::size_t pending() const noexcept = 0;
+  /// @brief Tests the started collectives once, if no other thread holds the network (for an
+  /// activity that waits a moment in place, its worker having nothing else to do).
+  virtual void progress() {}
 };
 
 /// @brief split()'s answer to a member that asked for no team (a negative color).

@@ -62,6 +62,7 @@ private:
   std::shared_ptr<team_state> m_team;
   std::exception_ptr m_error;
   promise_base* m_activity = nullptr;
+  bool wait_in_place();
   /// k_started, then k_suspended (the activity waits) and k_done in either order: whichever
   /// comes second makes the activity runnable (acq_rel exchanges: done's error and the
   /// suspension's activity are seen by the other side).
