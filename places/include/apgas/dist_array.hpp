@@ -25,7 +25,6 @@
 /// barrier, or at the end of the run).
 #pragma once
 
-#include "apgas/detail/halo_exchange.hpp"
 #include "apgas/distribution.hpp"
 #include "apgas/global_ptr.hpp"
 #include "apgas/team.hpp"
@@ -42,22 +41,24 @@ namespace apgas {
 
 namespace detail {
 
-/// @brief The parts of an array: this member's storage, every member's base, the array's id
-/// and its halo channel. Shared by 1D and 2D arrays.
+/// @brief The parts of an array: this member's storage, every member's base and, for an array
+/// with ghost cells, a team of the same members for its halo exchanges. Shared by 1D and 2D
+/// arrays.
 template <class T>
 struct array_parts {
   team members;
   registered_array<T> storage;
   std::vector<global_ptr<T>> bases; ///< by team rank
-  std::unique_ptr<halo_channel> halo;
-  std::uint64_t exchanges = 0;
+  /// The members again, with a communicator of their own: the exchanges' messages never meet
+  /// another array's or the team's collectives, and each exchange's match the one before.
+  team halo;
 
   array_parts(team t, std::size_t cells) : members(std::move(t)), storage(cells) {}
 
-  /// Collective: names the array's messages and learns every member's base.
-  task<> connect() {
-    halo = std::make_unique<halo_channel>(members.new_object_id());
+  /// Collective: learns every member's base (and makes the halo team).
+  task<> connect(bool ghosts) {
     bases = co_await members.allgather(storage.ptr());
+    if (ghosts) halo = co_await members.split(0, static_cast<int>(members.rank()));
   }
 };
 
@@ -83,7 +84,7 @@ public:
     a.m_ghosts = ghosts;
     a.m_rank = t.rank();
     a.m_parts = std::make_unique<detail::array_parts<T>>(t, d.local_size(t.rank()) + 2 * ghosts);
-    co_await a.m_parts->connect();
+    co_await a.m_parts->connect(ghosts != 0);
     co_return a;
   }
 
@@ -142,20 +143,21 @@ public:
   APGAS_AWAIT_IT task<> exchange_halo() {
     if (m_ghosts == 0) co_return;
     detail::array_parts<T>& p = *m_parts;
-    const std::uint64_t e = p.exchanges++;
     std::span<T> mine = local();
     if (mine.size() < m_ghosts)
       throw std::logic_error("apgas: a part smaller than its ghost region");
-    const bool left = m_rank > 0, right = m_rank + 1 < p.members.size();
-    // Sides: 0 the left ghosts, 1 the right ones. Open before sending: a neighbour's answer
-    // may come at once.
-    detail::halo_ghosts ghosts{};
-    if (left) ghosts[0] = region(ghosts_left());
-    if (right) ghosts[1] = region(ghosts_right());
-    p.halo->open(e, ghosts);
-    if (left) p.halo->send(p.members.place(m_rank - 1), 1, e, region(mine.first(m_ghosts)));
-    if (right) p.halo->send(p.members.place(m_rank + 1), 0, e, region(mine.last(m_ghosts)));
-    co_await p.halo->arrivals();
+    // Tags name the receiver's side: 0 its left ghosts, 1 its right ones.
+    std::array<detail::neighbour_transfer, 4> t{};
+    std::size_t n = 0;
+    if (m_rank > 0) {
+      t[n++] = {m_rank - 1, 0, false, region(ghosts_left())};
+      t[n++] = {m_rank - 1, 1, true, region(mine.first(m_ghosts))};
+    }
+    if (m_rank + 1 < p.members.size()) {
+      t[n++] = {m_rank + 1, 1, false, region(ghosts_right())};
+      t[n++] = {m_rank + 1, 0, true, region(mine.last(m_ghosts))};
+    }
+    co_await p.halo.exchange_with_neighbours(std::span(t.data(), n));
   }
 
   /// @brief Collective: `op` over every element of the array (init: op's identity).
@@ -218,7 +220,7 @@ public:
     a.m_cols = d.local_cols(a.m_rank);
     a.m_stride = a.m_cols + 2 * ghosts;
     a.m_parts = std::make_unique<detail::array_parts<T>>(t, (a.m_rows + 2 * ghosts) * a.m_stride);
-    co_await a.m_parts->connect();
+    co_await a.m_parts->connect(ghosts != 0);
     co_return a;
   }
 
@@ -281,7 +283,6 @@ public:
   APGAS_AWAIT_IT task<> exchange_halo() {
     if (m_ghosts == 0) co_return;
     detail::array_parts<T>& p = *m_parts;
-    const std::uint64_t e = p.exchanges++;
     if (m_rows < m_ghosts || m_cols < m_ghosts)
       throw std::logic_error("apgas: a part smaller than its ghost region");
     const std::uint32_t gr = m_dist.grid_row(m_rank), gc = m_dist.grid_col(m_rank);
@@ -299,14 +300,16 @@ public:
         block(0, cols - g, rows, g)};
     const std::array<detail::halo_region, 4> around{block(-g, 0, g, cols), block(rows, 0, g, cols),
                                                     block(0, -g, rows, g), block(0, cols, rows, g)};
-    detail::halo_ghosts ghosts{};
-    for (std::size_t k = 0; k < 4; ++k)
-      if (exists[k]) ghosts[k] = around[k];
-    p.halo->open(e, ghosts); // before sending: a neighbour's answer may come at once
-    for (std::size_t k = 0; k < 4; ++k)
-      if (exists[k])
-        p.halo->send(p.members.place(rank[k]), static_cast<std::uint8_t>(k ^ 1), e, boundary[k]);
-    co_await p.halo->arrivals();
+    // Tags name the receiver's side.
+    std::array<detail::neighbour_transfer, 8> t{};
+    std::size_t n = 0;
+    for (std::size_t k = 0; k < 4; ++k) {
+      if (!exists[k]) continue;
+      const auto side = static_cast<std::uint8_t>(k);
+      t[n++] = {rank[k], side, false, around[k]};
+      t[n++] = {rank[k], static_cast<std::uint8_t>(side ^ 1), true, boundary[k]};
+    }
+    co_await p.halo.exchange_with_neighbours(std::span(t.data(), n));
   }
 
   /// @brief Collective: `op` over every element of the array (init: op's identity).

@@ -184,6 +184,16 @@ public:
   /// gets no team.
   APGAS_AWAIT_IT task<team> split(int color, int key) const;
 
+  /// @brief Collective, for distributed arrays' halo exchanges: this member's sends and
+  /// receives, each straight from or into the memory it names (the list and the memory must
+  /// stay until the exchange completes). Every member calls it with its own list.
+  APGAS_AWAIT_IT awaiter<void, detail::no_buffers>
+  exchange_with_neighbours(std::span<const detail::neighbour_transfer> transfers,
+                           std::source_location site = std::source_location::current()) const {
+    return make<void>(detail::collective_kind::neighbour_exchange, {}, transfers.size(), 0, site,
+                      detail::no_buffers{transfers.data(), nullptr});
+  }
+
   /// @brief An id that is the same at every member and different for each call, when every
   /// member calls it at the same point of the team's collective order: for libraries that
   /// build objects over a team (dist_array names its messages with it). Different teams'

@@ -38,6 +38,8 @@ const char* to_string(collective_kind k) noexcept {
     return "alltoall";
   case collective_kind::alltoallv:
     return "alltoallv";
+  case collective_kind::neighbour_exchange:
+    return "halo exchange";
   }
   return "?";
 }
@@ -134,6 +136,7 @@ mpi_collectives::~mpi_collectives() {
   // The runtime frees its teams before the transport; what is left (a program's leaked team,
   // our world) is freed here, where MPI is still up.
   m_small.clear(); // their requests before their communicators
+  m_exchanges.clear();
   if (mpi_is_finalized()) return;
   for (auto& t : m_teams)
     if (t != nullptr && t->comm != MPI_COMM_NULL) MPI_Comm_free(&t->comm);
@@ -254,28 +257,23 @@ void mpi_collectives::start_locked(const collective_call& c, MPI_Datatype type, 
                              c.recv_displs, type, comm, request),
               "MPI_Ialltoallv");
     return;
+  case collective_kind::neighbour_exchange:
+    break; // point to point (start): never here
   }
 }
 
 void mpi_collectives::start(const collective_call& call, collective_done& done) {
   std::lock_guard net(m_net_lock);
   const team_state& t = state(call.team);
+  if (call.kind == collective_kind::neighbour_exchange) {
+    m_exchanges.start(done, [&](neighbour_exchange& e) { e.begin(call, t.comm, done); });
+    count_pending_locked();
+    return;
+  }
   if (p2p_collective::handles(call, static_cast<int>(t.members.size()))) {
-    std::unique_ptr<p2p_collective> small;
-    if (m_spare_small.empty()) {
-      small = std::make_unique<p2p_collective>();
-    } else {
-      small = std::move(m_spare_small.back());
-      m_spare_small.pop_back();
-    }
-    small->begin(call, t.comm, static_cast<int>(t.rank), static_cast<int>(t.members.size()), done);
-    if (small->progress()) {
-      done.done(small->error()); // the last member to arrive completes at once
-      small->trim();
-      m_spare_small.push_back(std::move(small));
-      return;
-    }
-    m_small.push_back(std::move(small));
+    m_small.start(done, [&](p2p_collective& c) {
+      c.begin(call, t.comm, static_cast<int>(t.rank), static_cast<int>(t.members.size()), done);
+    });
     count_pending_locked();
     return;
   }
@@ -293,17 +291,8 @@ void mpi_collectives::start(const collective_call& call, collective_done& done) 
 }
 
 void mpi_collectives::test_small_locked() {
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < m_small.size(); ++i) {
-    if (m_small[i]->progress()) {
-      m_small[i]->done().done(m_small[i]->error());
-      m_small[i]->trim();
-      m_spare_small.push_back(std::move(m_small[i]));
-      continue;
-    }
-    m_small[kept++] = std::move(m_small[i]);
-  }
-  m_small.resize(kept);
+  m_small.test();
+  m_exchanges.test();
   count_pending_locked();
 }
 
@@ -314,7 +303,7 @@ void mpi_collectives::progress() {
 }
 
 void mpi_collectives::test_locked() {
-  if (!m_small.empty()) test_small_locked();
+  if (!m_small.empty() || !m_exchanges.empty()) test_small_locked();
   if (m_requests.empty()) return;
   m_indices.resize(m_requests.size());
   std::vector<MPI_Status> statuses(m_requests.size());

@@ -58,17 +58,67 @@ private:
   void test_small_locked();
   void count_pending_locked() noexcept {
     // relaxed: a hint for the idle poll and a snapshot for the dump
-    m_pending_count.store(m_requests.size() + m_small.size(), std::memory_order_relaxed);
+    m_pending_count.store(m_requests.size() + m_small.size() + m_exchanges.size(),
+                          std::memory_order_relaxed);
   }
+
+  /// Point-to-point operations of one kind in flight, and completed ones that the next calls
+  /// reuse (no allocation per call).
+  template <class Op>
+  class in_flight {
+  public:
+    /// Starts an operation with `begin(op)`; one that completes at once (the last member to
+    /// arrive) tells `done` now.
+    template <class Begin>
+    void start(collective_done& done, Begin begin) {
+      std::unique_ptr<Op> op;
+      if (m_spare.empty()) {
+        op = std::make_unique<Op>();
+      } else {
+        op = std::move(m_spare.back());
+        m_spare.pop_back();
+      }
+      begin(*op);
+      if (op->progress()) return finish(std::move(op), done);
+      m_ops.push_back(std::move(op));
+    }
+    /// Tests each operation once; tells those that completed.
+    void test() {
+      std::size_t kept = 0;
+      for (std::size_t i = 0; i < m_ops.size(); ++i) {
+        if (!m_ops[i]->progress()) {
+          m_ops[kept++] = std::move(m_ops[i]);
+          continue;
+        }
+        collective_done& done = m_ops[i]->done();
+        finish(std::move(m_ops[i]), done);
+      }
+      m_ops.resize(kept);
+    }
+    bool empty() const noexcept { return m_ops.empty(); }
+    void clear() noexcept {
+      m_ops.clear();
+      m_spare.clear();
+    }
+    std::size_t size() const noexcept { return m_ops.size(); }
+
+  private:
+    void finish(std::unique_ptr<Op> op, collective_done& done) {
+      done.done(op->error());
+      op->trim();
+      m_spare.push_back(std::move(op));
+    }
+    std::vector<std::unique_ptr<Op>> m_ops;
+    std::vector<std::unique_ptr<Op>> m_spare;
+  };
 
   spin_lock& m_net_lock;
   std::vector<std::unique_ptr<team_state>> m_teams; ///< by handle; null: freed (reusable)
   // Under m_net_lock: in flight, m_requests[i] for m_done[i] (MPI wants a plain array).
   std::vector<MPI_Request> m_requests;
   std::vector<collective_done*> m_done;
-  std::vector<std::unique_ptr<p2p_collective>> m_small; ///< in flight over point-to-point
-  /// Completed ones, reused by the next calls (no allocation per small collective).
-  std::vector<std::unique_ptr<p2p_collective>> m_spare_small;
+  in_flight<p2p_collective> m_small;          ///< barriers and allreduces, point to point
+  in_flight<neighbour_exchange> m_exchanges;  ///< halo exchanges
   std::vector<MPI_Datatype> m_user_datatypes; ///< made here, freed at the end
   std::map<std::pair<std::uint32_t, combine_fn>, MPI_Datatype> m_user_types;
   std::map<std::uint32_t, MPI_Datatype> m_byte_types;

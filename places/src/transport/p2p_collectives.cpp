@@ -301,4 +301,50 @@ bool p2p_collective::progress() {
   return true;
 }
 
+neighbour_exchange::~neighbour_exchange() {
+  for (MPI_Request& r : m_requests)
+    if (r != MPI_REQUEST_NULL && !mpi_is_finalized()) {
+      MPI_Cancel(&r);
+      MPI_Request_free(&r);
+    }
+}
+
+void neighbour_exchange::begin(const collective_call& c, MPI_Comm comm, collective_done& done) {
+  m_done = &done;
+  m_requests.assign(c.count, MPI_REQUEST_NULL);
+  const auto* transfers = static_cast<const neighbour_transfer*>(c.send);
+  // Receives first: a neighbour's message that comes at once then lands in place.
+  for (int pass = 0; pass < 2; ++pass)
+    for (std::size_t i = 0; i < c.count; ++i) {
+      const neighbour_transfer& t = transfers[i];
+      if (t.send != (pass == 1)) continue;
+      const halo_region& r = t.cells;
+      MPI_Datatype type = MPI_BYTE;
+      int count = static_cast<int>(r.bytes());
+      if (r.runs > 1) {
+        mpi_check(MPI_Type_create_hvector(static_cast<int>(r.runs), static_cast<int>(r.run_bytes),
+                                          static_cast<MPI_Aint>(r.stride), MPI_BYTE, &type),
+                  "MPI_Type_create_hvector");
+        mpi_check(MPI_Type_commit(&type), "MPI_Type_commit");
+        count = 1;
+      }
+      const int peer = static_cast<int>(t.peer);
+      const int tag = k_exchange_tag + t.tag;
+      const int rc = t.send ? MPI_Isend(r.first, count, type, peer, tag, comm, &m_requests[i])
+                            : MPI_Irecv(r.first, count, type, peer, tag, comm, &m_requests[i]);
+      // A type may go once the operations that use it have started (MPI keeps it until then).
+      if (type != MPI_BYTE) MPI_Type_free(&type);
+      mpi_check(rc, t.send ? "MPI_Isend" : "MPI_Irecv");
+    }
+}
+
+bool neighbour_exchange::progress() {
+  if (m_requests.empty()) return true;
+  int complete = 0;
+  mpi_check(MPI_Testall(static_cast<int>(m_requests.size()), m_requests.data(), &complete,
+                        MPI_STATUSES_IGNORE),
+            "MPI_Testall");
+  return complete != 0;
+}
+
 } // namespace apgas::detail

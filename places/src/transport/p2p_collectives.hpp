@@ -100,4 +100,28 @@ private:
   std::exception_ptr m_error;
 };
 
+/// @brief A neighbour exchange in flight (a distributed array's halo): every send and receive
+/// its member listed, posted at once straight from and into the array's cells (a strided
+/// region as an MPI vector type), done when all are. Tags k_exchange_tag + tag, apart from the
+/// collectives'. Thread-safety: under the transport's network lock.
+class neighbour_exchange {
+public:
+  neighbour_exchange() = default;
+  neighbour_exchange(const neighbour_exchange&) = delete;
+  neighbour_exchange& operator=(const neighbour_exchange&) = delete;
+  ~neighbour_exchange();
+
+  static constexpr int k_exchange_tag = 1000;
+  /// @brief Posts the call's transfers on `comm` (reused like p2p_collective).
+  void begin(const collective_call& c, MPI_Comm comm, collective_done& done);
+  bool progress();
+  collective_done& done() const noexcept { return *m_done; }
+  std::exception_ptr error() const noexcept { return nullptr; }
+  void trim() noexcept {}
+
+private:
+  std::vector<MPI_Request> m_requests;
+  collective_done* m_done = nullptr;
+};
+
 } // namespace apgas::detail

@@ -34,8 +34,32 @@ enum class collective_kind : std::uint8_t {
   allgatherv, ///< send (count) -> recv, recv_counts and recv_displs per rank
   alltoall,   ///< send (count per rank) -> recv (count per rank)
   alltoallv,  ///< send/recv with counts and displacements per rank
+  /// send: neighbour_transfer[count], this member's sends and receives (a halo exchange)
+  neighbour_exchange,
 };
 const char* to_string(collective_kind k) noexcept;
+
+/// @brief Cells of memory as bytes: `runs` runs of `run_bytes` bytes, the first at `first`, each
+/// `stride` bytes after the one before (a row of a 2D part: one run; a column: one per row).
+struct halo_region {
+  std::byte* first = nullptr;
+  std::size_t run_bytes = 0;
+  std::size_t stride = 0;
+  std::size_t runs = 0; ///< 0: no region (a side without a neighbour)
+
+  std::size_t bytes() const noexcept { return run_bytes * runs; }
+};
+
+/// @brief One message of a neighbour exchange: `cells` sent to team rank `peer`, or received
+/// from it into `cells`. A send matches the receive of the same tag at its peer; the sizes must
+/// agree. Messages of one tag between two members arrive in the order they were sent.
+struct neighbour_transfer {
+  place_id peer = 0;
+  std::uint8_t tag = 0; ///< below k_neighbour_tags
+  bool send = false;
+  halo_region cells;
+};
+inline constexpr std::uint8_t k_neighbour_tags = 16;
 
 /// @brief An element's type as the network sees it: a number MPI knows, or bytes.
 struct element_type {
