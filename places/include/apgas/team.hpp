@@ -8,8 +8,9 @@
 ///     apgas::team half = co_await all.split(apgas::here() % 2, apgas::here());
 ///
 /// A collective runs on the team's own communicator (barriers and allreduces point to point,
-/// the others MPI's nonblocking collectives): the calling activity suspends (its worker runs
-/// other work) and the place's polling completes it, as for `at`.
+/// the others MPI's nonblocking collectives). One that does not complete at once is waited for
+/// in place while the worker has nothing else to do (up to --spin-us); otherwise the calling
+/// activity suspends (its worker runs other work) and the place's polling completes it.
 /// Values are bitwise (numbers, plain structs, std::array of them) or contiguous ranges of
 /// them (std::span, in place). A reduction takes apgas::sum, apgas::min, apgas::max or any
 /// stateless associative function object (MPI keeps the ranks' order for it; give the type a
