@@ -7,12 +7,10 @@
 #include "../../places_test_main.hpp"
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace {
@@ -165,12 +163,23 @@ struct halo_2d {
 };
 TEST(dist_array, halo_exchange_2d_fills_ghost_rows_and_columns) { at_every_place(halo_2d{}); }
 
+/// Places other than 0 that reached an exchange (at place 0; changed in atomic blocks only).
+long g_arrivals = 0;
+struct note_arrival {
+  task<> operator()() const {
+    co_await apgas::atomic([] { ++g_arrivals; });
+  }
+};
+
 struct halo_2d_wide_and_late {
   task<> operator()() const {
     // Two ghost cells a side, every one checked (the grid's outer ghosts stay 0, the corners
-    // are never written); place 0 comes late to every other exchange, so that its
-    // neighbours' messages arrive before its exchange opens and wait for it.
+    // are never written); place 0 comes late to every other exchange (it starts once every
+    // other place has told it that it reached the exchange), so that its neighbours' messages
+    // arrive before its receives are posted and wait for them.
     const team all = team::world();
+    // Before make, which no place leaves before every place entered it: no arrival yet.
+    if (apgas::here() == 0) co_await apgas::atomic([] { g_arrivals = 0; });
     const std::ptrdiff_t g = 2;
     const auto grid = distribution_2d::square_grid(all.size());
     const std::size_t rows = 7 * grid.first + 2, cols = 5 * grid.second + 3;
@@ -188,8 +197,13 @@ struct halo_2d_wide_and_late {
         if (corner(i, j)) a(i, j) = -7;
     for (long step = 0; step < 6; ++step) {
       a.for_each_local([step](std::size_t i, std::size_t j, long& x) { x = value_2d(i, j, step); });
-      if (apgas::here() == 0 && step % 2 == 1)
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (step % 2 == 1) {
+        const long others = static_cast<long>(all.size()) - 1;
+        const long expected = others * (step + 1) / 2;
+        if (apgas::here() != 0)
+          co_await apgas::finish([]() -> task<> { co_await apgas::async_at(0, note_arrival{}); });
+        else co_await apgas::when([expected] { return g_arrivals >= expected; }, [] {});
+      }
       co_await a.exchange_halo();
       for (std::ptrdiff_t i = -g; i < r + g; ++i)
         for (std::ptrdiff_t j = -g; j < c + g; ++j) {
