@@ -108,8 +108,7 @@ private:
   std::atomic<std::uint8_t> m_state{k_started};
 };
 
-/// @brief The awaitable of rget/rput; R is what it gives back (T for a get of one value).
-template <class R>
+/// @brief The awaitable of rget/rput of a range: the caller's memory is the access's.
 class APGAS_AWAIT_IT rma_awaiter {
 public:
   rma_awaiter(bool put, place_id target, std::uintptr_t address, void* local, std::size_t bytes)
@@ -126,50 +125,28 @@ private:
   rma_waiter m_waiter;
 };
 
-/// @brief rget of one value: the value lives in the awaiter.
-template <class T>
-class APGAS_AWAIT_IT rget_value_awaiter {
+/// @brief rget (Get) or rput of one value, which lives in the awaiter: a get's result, a put's
+/// copy until the put is done. The base is made first but only takes m_value's address; the
+/// access starts in await_ready, once m_value holds its value.
+template <class T, bool Get>
+class APGAS_AWAIT_IT rma_value_awaiter : public rma_awaiter {
 public:
-  explicit rget_value_awaiter(global_ptr<T> src)
-      : m_waiter(false, src.where(), src.address(), &m_value, sizeof(T)) {}
-  rget_value_awaiter(const rget_value_awaiter&) = delete;
-  rget_value_awaiter& operator=(const rget_value_awaiter&) = delete;
-  bool await_ready() { return m_waiter.start_at_once(); }
-  template <class P>
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) {
-    require_apgas_caller<P>();
-    return m_waiter.suspend(caller.promise());
-  }
-  T await_resume() const {
-    m_waiter.rethrow_if_failed();
-    return m_value;
+  explicit rma_value_awaiter(global_ptr<T> src) requires Get
+      : rma_awaiter(false, src.where(), src.address(), &m_value, sizeof(T)) {}
+  rma_value_awaiter(global_ptr<T> dst, const T& value) requires(!Get)
+      : rma_awaiter(true, dst.where(), dst.address(), &m_value, sizeof(T)), m_value(value) {}
+  auto await_resume() const {
+    rma_awaiter::await_resume();
+    if constexpr (Get) return m_value;
   }
 
 private:
   T m_value{};
-  rma_waiter m_waiter;
 };
-
-/// @brief rput of one value: a copy of it lives in the awaiter until the put is done.
 template <class T>
-class APGAS_AWAIT_IT rput_value_awaiter {
-public:
-  rput_value_awaiter(global_ptr<T> dst, const T& value)
-      : m_value(value), m_waiter(true, dst.where(), dst.address(), &m_value, sizeof(T)) {}
-  rput_value_awaiter(const rput_value_awaiter&) = delete;
-  rput_value_awaiter& operator=(const rput_value_awaiter&) = delete;
-  bool await_ready() { return m_waiter.start_at_once(); }
-  template <class P>
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) {
-    require_apgas_caller<P>();
-    return m_waiter.suspend(caller.promise());
-  }
-  void await_resume() const { m_waiter.rethrow_if_failed(); }
-
-private:
-  T m_value;
-  rma_waiter m_waiter;
-};
+using rget_value_awaiter = rma_value_awaiter<T, true>;
+template <class T>
+using rput_value_awaiter = rma_value_awaiter<T, false>;
 
 template <class T>
 constexpr void require_rma_value() {
@@ -220,10 +197,10 @@ private:
 /// @brief Copies `dst.size()` values at `src` (another place's registered memory, or this
 /// place's) into `dst`.
 template <class T>
-APGAS_AWAIT_IT detail::rma_awaiter<void> rget(global_ptr<T> src, std::span<T> dst) {
+APGAS_AWAIT_IT detail::rma_awaiter rget(global_ptr<T> src, std::span<T> dst) {
   detail::require_rma_value<T>();
   detail::check_access(src.where(), src.address(), dst.size_bytes());
-  return detail::rma_awaiter<void>(false, src.where(), src.address(), dst.data(), dst.size_bytes());
+  return detail::rma_awaiter(false, src.where(), src.address(), dst.data(), dst.size_bytes());
 }
 /// @brief The value at `src`.
 template <class T>
@@ -234,11 +211,11 @@ APGAS_AWAIT_IT detail::rget_value_awaiter<T> rget(global_ptr<T> src) {
 }
 /// @brief Copies `src` to `dst` (registered memory); returns once the values are there.
 template <class T>
-APGAS_AWAIT_IT detail::rma_awaiter<void> rput(global_ptr<T> dst, std::span<const T> src) {
+APGAS_AWAIT_IT detail::rma_awaiter rput(global_ptr<T> dst, std::span<const T> src) {
   detail::require_rma_value<T>();
   detail::check_access(dst.where(), dst.address(), src.size_bytes());
-  return detail::rma_awaiter<void>(true, dst.where(), dst.address(), const_cast<T*>(src.data()),
-                                   src.size_bytes());
+  return detail::rma_awaiter(true, dst.where(), dst.address(), const_cast<T*>(src.data()),
+                             src.size_bytes());
 }
 /// @brief Writes `value` at `dst`; returns once it is there.
 template <class T>
