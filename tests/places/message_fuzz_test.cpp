@@ -36,6 +36,10 @@ std::atomic<long> g_ran{0}; // what the registered remote functions below did
 /// message handler (the scheduler never polls: it has no network).
 struct fuzzed_place {
   fuzzed_place() {
+    // Places 0 and 2 take what place 1 sends them and drop it: a message to them waits in
+    // the network until their endpoint polls (back-pressure), and the destructor drains them.
+    for (place_id other : {place_id{0}, place_id{2}})
+      network.endpoint(other).set_handler([](place_id, std::span<const std::byte>) {});
     modules = add_place_modules(place.dispatcher, place.sched.opts());
     active_messages::set_current(modules.messages);
   }
@@ -43,9 +47,12 @@ struct fuzzed_place {
     // The activities that damaged-but-valid messages started run to their end first (a
     // scheduler that stops leaves queued items behind).
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    // Their reports to places 0 and 2 need room in the network: those places take them.
     while ((place.sched.work_visible() || place.sched.parked_workers() != 1) &&
-           std::chrono::steady_clock::now() < deadline)
+           std::chrono::steady_clock::now() < deadline) {
+      for (place_id other : {place_id{0}, place_id{2}}) network.endpoint(other).poll();
       std::this_thread::yield();
+    }
     // Joining the worker orders its last strand ends (which touch the proxies) before the
     // modules free them (with the dispatcher); its going to sleep alone does not.
     place.sched.stop();
