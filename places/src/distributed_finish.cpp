@@ -496,6 +496,19 @@ std::string distributed_finish::describe_open_finishes() const {
     for (const auto& [p, n] : home_link_of(*f)->tally.snapshot())
       s += fmt::format(" place {}={}", p, n);
     s += "\n";
+    // A failure the finish holds while it waits explains many hangs: an activity that
+    // failed never did what another one waits for (a `when`, a collective).
+    std::lock_guard errors_guard(f->m_exceptions_lock);
+    if (f->m_exceptions != nullptr && !f->m_exceptions->empty()) {
+      std::string first;
+      try {
+        std::rethrow_exception(f->m_exceptions->front());
+      } catch (...) {
+        first = describe_current_exception();
+      }
+      s += fmt::format("      {} failure(s) gathered, to be thrown when it ends; the first: {}\n",
+                       f->m_exceptions->size(), first);
+    }
   }
   return s;
 }

@@ -4,6 +4,7 @@
 // remote_exception; a global_ref used wrongly says so. Run by ctest under mpiexec -n 1, 2 and 4
 // (every place runs the same tests in the same order; assertions may fail at any place).
 #include <apgas/apgas.hpp>
+#include <apgas/detail/message_dispatcher.hpp>
 
 #include "../../places_test_main.hpp"
 #include "../coded_error.hpp"
@@ -442,6 +443,48 @@ TEST(remote_exceptions, a_global_ref_used_wrongly_throws_and_says_why) {
                        "dereferenced at place " + std::to_string(p) +
                        "; use it at its home (at(ref.home(), ...))");
   EXPECT_EQ(seen, expected);
+}
+
+/// Place 0's state dump shows a failure its finish holds while it waits for the rest: the
+/// usual reason why a program hangs after an error (the failed activity never did what another
+/// waits for).
+bool g_dump_release = false; // at place 0; changed in atomic blocks only
+struct release_the_waiter {
+  task<> operator()() const {
+    co_await apgas::atomic([] { g_dump_release = true; });
+  }
+};
+struct watch_the_dump {
+  task<> operator()() const {
+    for (;;) {
+      const std::string dump = co_await at(
+          0, [] { return apgas::detail::message_dispatcher::current().describe_state(); });
+      if (dump.find("1 failure(s) gathered") != std::string::npos &&
+          dump.find("std::runtime_error: the failure a hang hides") != std::string::npos)
+        break;
+    }
+    co_await async_at(0, release_the_waiter{});
+  }
+};
+TEST(remote_exceptions, the_state_dump_shows_the_failures_a_waiting_finish_holds) {
+  if (g_rt->places() < 2) GTEST_SKIP() << "needs a place to read the dump from";
+  const std::string what = g_rt->run([]() -> task<std::string> {
+    co_await apgas::atomic([] { g_dump_release = false; });
+    try {
+      co_await finish([]() -> task<> {
+        co_await async([]() -> task<> {
+          throw std::runtime_error("the failure a hang hides");
+          co_return;
+        }());
+        co_await async([]() -> task<> { co_await apgas::when([] { return g_dump_release; }, [] {}); }());
+        co_await async_at(1, watch_the_dump{});
+      });
+    } catch (const apgas::multiple_exceptions& e) {
+      co_return e.what();
+    }
+    co_return "no failure";
+  });
+  EXPECT_NE(what.find("the failure a hang hides"), std::string::npos) << what;
 }
 
 } // namespace
