@@ -135,6 +135,11 @@ void active_messages::finish_at(place_id to, std::vector<std::byte>& bytes, repl
   m_net->send_now_framed(to, bytes); // somebody waits for the answer: latency before coalescing
 }
 
+bool active_messages::wait_in_place(bool (*arrived)(const void*) noexcept,
+                                    const void* arg) noexcept {
+  return m_dispatcher.wait_in_place(arrived, arg);
+}
+
 std::vector<std::byte>& active_messages::message_buffer() noexcept {
   thread_local std::vector<std::byte> bytes;
   return bytes;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -159,6 +160,20 @@ void message_dispatcher::flush() noexcept {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "apgas: place %u: flush failed: %s\n", m_here, e.what());
     std::abort();
+  }
+}
+
+bool message_dispatcher::wait_in_place(bool (*arrived)(const void*) noexcept,
+                                       const void* arg) noexcept {
+  const unsigned spin_us = m_sched.opts().spin_us;
+  if (spin_us == 0 || m_sched.work_visible()) return false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
+  // A poll is pause enough (and on an oversubscribed node MPI's progress yields the core).
+  for (unsigned round = 1;; ++round) {
+    (void)poll();
+    if (arrived(arg)) return true;
+    if (round % 16 == 0 && (std::chrono::steady_clock::now() > deadline || m_sched.work_visible()))
+      return false;
   }
 }
 

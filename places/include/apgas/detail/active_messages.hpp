@@ -156,6 +156,8 @@ public:
   /// or reply). The start_* functions reset it; use it from a start_* to the matching send
   /// only, without suspending in between.
   static std::vector<std::byte>& message_buffer() noexcept;
+  /// @brief See message_dispatcher::wait_in_place.
+  bool wait_in_place(bool (*arrived)(const void*) noexcept, const void* arg) noexcept;
   /// @brief Resumes an activity that waited for a reply.
   void resume(promise_base& p) { m_sched.inject(as_independent(&p)); }
   const active_message_counters& counters() const noexcept { return m_counters; }

@@ -156,6 +156,13 @@ public:
   bool needs_polls_when_idle() const noexcept override;
   bool expecting_messages() const noexcept override;
 
+  /// @brief Polls this place for a worker that awaits one message (an `at` reply) and has
+  /// nothing else to do, until `arrived(arg)` holds: true then. Gives up (false) after
+  /// --spin-us, at once if that is 0, or as soon as the place has work another activity could
+  /// run (the awaiting activity then suspends as usual). Resuming straight from here saves
+  /// the suspension, the handoff through the scheduler and its search loop.
+  bool wait_in_place(bool (*arrived)(const void*) noexcept, const void* arg) noexcept;
+
   /// @brief Collective: flushes and waits for every place, delivering messages meanwhile.
   void barrier() { m_net->barrier(); }
   /// @brief See transport::set_coalescing.

@@ -8,7 +8,9 @@
 #include "apgas/serialization.hpp"
 #include "apgas/task.hpp"
 
+#include <atomic>
 #include <coroutine>
+#include <cstdint>
 #include <cstddef>
 #include <cstring>
 #include <exception>
@@ -121,9 +123,15 @@ public:
     byte_writer w(bytes);
     serialize_args(w, m_args);
     if constexpr (!is_rpc) e.record_send(*m_caller->m_finish, m_to);
+    e.finish_at(m_to, bytes, this); // from here on, on_reply may run, on any thread
+    // A worker with nothing else to do waits for the reply itself, as a blocking MPI call
+    // would: resuming through the scheduler after its next search costs more than a short
+    // round trip.
+    if (e.wait_in_place(&replied, this)) return caller;
     // Count what this worker leaves behind before the reply can resume us elsewhere.
     const std::coroutine_handle<> next = t_worker->suspend_for_external();
-    e.finish_at(m_to, bytes, this); // from here on, `this` may be resumed
+    if (m_state.exchange(k_suspended, std::memory_order_acq_rel) == k_replied)
+      e.resume(*m_caller); // the reply came meanwhile: on_reply left the resumption to us
     return next;
   }
   R await_resume() {
@@ -143,10 +151,24 @@ public:
         m_error = std::current_exception(); // the value did not deserialize here
       }
     }
-    messages.resume(*m_caller);
+    promise_base* const caller = m_caller;
+    // After this exchange the awaiter may be gone (a caller waiting in place resumes at once):
+    // nothing of it is read any more.
+    if (m_state.exchange(k_replied, std::memory_order_acq_rel) == k_suspended)
+      messages.resume(*caller);
   }
 
 private:
+  /// k_waiting, then k_suspended (the caller gave up waiting in place) and k_replied in either
+  /// order: whichever comes second resumes the caller through the scheduler. acq_rel
+  /// exchanges: the reply's value and the suspension's bookkeeping are seen by the other side.
+  static constexpr std::uint8_t k_waiting = 0, k_suspended = 1, k_replied = 2;
+  static bool replied(const void* self) noexcept {
+    // acquire: pairs with on_reply's exchange (the value or error written before it).
+    return static_cast<const at_awaiter*>(self)->m_state.load(std::memory_order_acquire) ==
+           k_replied;
+  }
+  std::atomic<std::uint8_t> m_state{k_waiting};
   place_id m_to;
   Invoker m_invoker;
   std::tuple<A&&...> m_args; ///< used by await_suspend only, within the co_await expression
