@@ -116,6 +116,8 @@ public:
 
   template <class T>
   T get(std::string_view name, T fallback) {
+    if constexpr (std::is_same_v<T, std::string>) m_known.emplace_back(name, fallback);
+    else m_known.emplace_back(name, fmt::format("{}", fallback));
     for (std::size_t i = 0; i + 1 < m_args.size(); ++i) {
       if (m_args[i] != name) continue;
       m_used[i] = m_used[i + 1] = true;
@@ -133,17 +135,34 @@ public:
     return fallback;
   }
   bool has(std::string_view name) {
+    m_known.emplace_back(name, std::string());
     for (std::size_t i = 0; i < m_args.size(); ++i)
       if (m_args[i] == name) return m_used[i] = true;
     return false;
   }
-  /// Call after the last get(): rejects what nobody asked for.
+  /// Call after the last get(): answers --help (every flag asked for, with its default, then
+  /// the runtime's options) and rejects what nobody asked for.
   void done() const {
+    for (const std::string& a : m_args)
+      if (a == "--help" || a == "-h") help();
     for (std::size_t i = 0; i < m_args.size(); ++i)
       if (!m_used[i]) usage(fmt::format("unknown argument '{}'", m_args[i]));
   }
 
 private:
+  [[noreturn]] void help() const {
+    // Before MPI starts (done() comes first): the launcher's variable says which rank this is.
+    const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+    if (rank == nullptr || std::string_view(rank) == "0") {
+      std::printf("flags (the file's header comment says what each measures):\n");
+      for (const auto& [name, fallback] : m_known)
+        std::printf("  %-22s %s\n", name.c_str(),
+                    fallback.empty() ? "(a switch)" : ("default " + fallback).c_str());
+      std::printf("\nruntime options:\n%s", apgas::options::help_text().c_str());
+      std::fflush(stdout);
+    }
+    std::exit(0);
+  }
   [[noreturn]] static void usage(const std::string& why) {
     std::fprintf(stderr, "%s (runtime flags: --threads N, --coalesce yes|no, --flush-us N, ...)\n",
                  why.c_str());
@@ -151,6 +170,7 @@ private:
   }
   std::vector<std::string> m_args;
   std::vector<bool> m_used;
+  std::vector<std::pair<std::string, std::string>> m_known; ///< flags asked for, defaults
 };
 
 /// @brief Median, 90th percentile, mean and minimum of a set of samples.
