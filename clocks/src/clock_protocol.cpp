@@ -36,16 +36,17 @@ void put_partial(byte_writer& w, const clock_partial& p, place_id here) {
   serialize_all(w, code, p.size);
   w.write_bytes(p.value.data(), p.empty() ? 0 : p.size);
 }
-clock_partial get_partial(byte_reader& r, place_id places) {
-  clock_partial p;
+/// Reads a partial written by put_partial into `p` (empty before), in place: a report or a
+/// release carries one, and the value is a few dozen bytes.
+void read_partial(byte_reader& r, place_id places, clock_partial& p) {
   const auto code = deserialize<std::int64_t>(r);
   if (code == k_failed_partial) {
     const bool mismatch = deserialize<std::uint8_t>(r) != 0;
     p.fail(mismatch, mismatch ? nullptr : read_exception(r, places));
-    return p;
+    return;
   }
   const auto size = deserialize<std::uint32_t>(r);
-  if (code == 0) return p;
+  if (code == 0) return;
   if (size == 0 || size > k_max_reduce_bytes)
     throw transport_error("apgas: a clock message carries a reduction value of a wrong size");
   if (!registered_code(code, code_kind::combine))
@@ -54,7 +55,6 @@ clock_partial get_partial(byte_reader& r, place_id places) {
   p.combine = reinterpret_cast<combine_fn>(const_cast<void*>(code_at(code)));
   p.size = size;
   r.read_bytes(p.value.data(), size);
-  return p;
 }
 
 } // namespace
@@ -217,16 +217,12 @@ void clock_protocol::on_report(place_id from, std::span<const std::byte> body) {
   clock_id id;
   clock_report rep;
   rep.from = from;
-  id.home = deserialize<place_id>(r);
-  id.serial = deserialize<std::uint64_t>(r);
-  rep.first_phase = deserialize<std::uint64_t>(r);
-  rep.phase = deserialize<std::uint64_t>(r);
-  rep.seq = deserialize<std::uint64_t>(r);
-  rep.base = deserialize<std::uint64_t>(r);
-  rep.completed = deserialize<std::uint64_t>(r);
-  rep.carried = deserialize<std::uint64_t>(r);
+  // The fixed fields, as write_report packed them, in one bounds check.
+  constexpr std::size_t k_head = sizeof id.home + sizeof id.serial + 6 * sizeof(std::uint64_t);
+  unpack_from(r.read_span(k_head).data(), id.home, id.serial, rep.first_phase, rep.phase,
+              rep.seq, rep.base, rep.completed, rep.carried);
   rep.sent = deserialize<std::vector<std::pair<place_id, std::uint64_t>>>(r);
-  rep.partial = get_partial(r, m_places);
+  read_partial(r, m_places, rep.partial);
   r.expect_end();
   if (rep.first_phase == 0 || rep.phase < rep.first_phase)
     throw transport_error("apgas: a clock report arrived damaged");
@@ -244,7 +240,7 @@ void clock_protocol::on_release(place_id /*from*/, std::span<const std::byte> bo
   id.serial = deserialize<std::uint64_t>(r);
   end.phase = deserialize<std::uint64_t>(r);
   end.last = deserialize<std::uint8_t>(r) != 0;
-  end.result = get_partial(r, m_places);
+  read_partial(r, m_places, end.result);
   r.expect_end();
   clock_proxy* px = find(id, nullptr);
   if (px == nullptr) {

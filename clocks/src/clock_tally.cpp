@@ -58,11 +58,6 @@ void clock_tally::phase_state::reset() noexcept {
   touched = false;
 }
 
-clock_tally::phase_state& clock_tally::state_of(std::uint64_t phase) {
-  reserve_through(phase);
-  return m_ring[phase & (m_ring.size() - 1)];
-}
-
 void clock_tally::reserve_through(std::uint64_t phase) {
   const std::size_t open = phase - m_oldest + 1;
   if (open > m_open) m_open = open;
@@ -90,7 +85,7 @@ void clock_tally::apply(const clock_report& r, std::vector<clock_phase_end>& end
   // The ring holds the next phase too before ph is taken: a carry reaches it (growing the ring
   // would move ph).
   reserve_through(r.phase + 1);
-  phase_state& ph = state_of(r.phase);
+  phase_state& ph = slot(r.phase);
   ph.touched = true;
   if (r.seq != ph.at(r.from).next_seq) { // an earlier one of its place is on its way
     ph.held.push_back(r);
@@ -120,7 +115,7 @@ void clock_tally::apply_in_order(const clock_report& r, phase_state& ph) {
   for (const auto& [to, n] : r.sent) adjust(ph, to, static_cast<std::int64_t>(n));
   if (r.carried != 0) {
     ph.at(r.from).carried += r.carried;
-    phase_state& next = state_of(r.phase + 1); // (reserved by apply: ph stays valid)
+    phase_state& next = slot(r.phase + 1); // reserved by apply: ph stays valid
     next.touched = true;
     adjust(next, r.from, static_cast<std::int64_t>(r.carried));
   }
@@ -129,7 +124,7 @@ void clock_tally::apply_in_order(const clock_report& r, phase_state& ph) {
 
 bool clock_tally::try_end_oldest(std::vector<clock_phase_end>& ended) {
   if (m_over || m_open == 0) return false;
-  phase_state& ph = m_ring[m_oldest & (m_ring.size() - 1)];
+  phase_state& ph = slot(m_oldest);
   if (!ph.touched || ph.nonzero != 0 || !ph.held.empty()) return false;
   // The first phase's registrants that no report sent are the home's base: until its report
   // is in, the others' may balance to zero while some registrant is still running.

@@ -141,7 +141,8 @@ private:
     }
     void reset() noexcept; ///< for reuse: empty, capacities kept
   };
-  phase_state& state_of(std::uint64_t phase); ///< pre: phase >= m_oldest
+  /// The state of a phase already in the ring (reserve_through it first).
+  phase_state& slot(std::uint64_t phase) noexcept { return m_ring[phase & (m_ring.size() - 1)]; }
   /// Makes room in the ring for the phases up to `phase` (it may move every phase's state).
   void reserve_through(std::uint64_t phase);
   void apply_in_order(const clock_report& r, phase_state& ph);

@@ -33,6 +33,14 @@ inline auto pack_head(const T&... fields) noexcept {
   return head;
 }
 
+/// @brief Reads fields written by pack_into, in the same order. pre: the bytes are there (one
+/// bounds check by the caller for all of them, e.g. byte_reader::read_span).
+template <class... T>
+inline void unpack_from(const std::byte* at, T&... fields) noexcept {
+  static_assert((std::is_trivially_copyable_v<T> && ...));
+  ((std::memcpy(&fields, at, sizeof(T)), at += sizeof(T)), ...);
+}
+
 /// @brief Makes `out` room for the transport's frame header followed by `fields`, packed:
 /// one resize (which shrinks a reused buffer without a fill) and one copy. The message is
 /// then sent with transport::send_now_framed, or from k_frame_header on with send().
