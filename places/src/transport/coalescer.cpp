@@ -17,7 +17,10 @@ std::optional<frame_error> validate_frames(std::span<const std::byte> network_me
     if (remaining < k_frame_header) return frame_error{offset, 0, remaining};
     std::uint32_t length;
     std::memcpy(&length, network_message.data() + offset, k_frame_header);
-    if (length > remaining - k_frame_header) return frame_error{offset, length, remaining};
+    const bool routed = (length & k_routed_flag) != 0;
+    length &= ~k_routed_flag;
+    if (length > remaining - k_frame_header || (routed && length < k_route_header))
+      return frame_error{offset, length, remaining};
     offset += k_frame_header + length;
   }
   return std::nullopt;
@@ -35,6 +38,9 @@ std::string describe(const frame_error& error, place_id from) {
                      ": the frame at byte " + std::to_string(error.offset);
   if (error.remaining < k_frame_header)
     return text + " has a cut length prefix (" + std::to_string(error.remaining) + " bytes left)";
+  if (error.claimed <= error.remaining - k_frame_header)
+    return text + " is a routed frame of " + std::to_string(error.claimed) +
+           " bytes, too short for its route";
   return text + " claims " + std::to_string(error.claimed) + " bytes but only " +
          std::to_string(error.remaining - k_frame_header) + " follow";
 }
@@ -67,8 +73,9 @@ std::size_t coalescer::fitted_buffer_bytes(std::size_t destinations, const optio
   return std::min(opts.coalesce_bytes, std::max(share, k_min_fitted_buffer_bytes));
 }
 
-coalescer::coalescer(std::size_t destinations, const options& opts)
-    : m_buffer_bytes(checked_fitted_buffer_bytes(destinations, opts)),
+coalescer::coalescer(std::size_t destinations, const options& opts,
+                     std::size_t buffered_destinations)
+    : m_buffer_bytes(checked_fitted_buffer_bytes(buffered_destinations, opts)),
       m_flush_interval(std::chrono::microseconds(opts.flush_us)),
       m_max_outstanding_bytes(opts.max_outstanding_bytes), m_coalesce(opts.coalesce),
       m_destinations(destinations), m_slots(std::make_unique<slot[]>(destinations)) {
@@ -156,6 +163,22 @@ coalescer::appended_to coalescer::append(place_id to, std::span<const std::byte>
       to, message.size(), [](slot&, appended_to&) { return false; },
       [message](std::byte* at) {
         if (!message.empty()) std::memcpy(at, message.data(), message.size());
+      },
+      false);
+}
+
+coalescer::appended_to coalescer::append_routed(place_id hop, route_header route,
+                                                std::span<const std::byte> message) {
+  if (message.size() > k_max_message_bytes - k_route_header) throw_too_long(message.size());
+  const std::size_t size = k_route_header + message.size();
+  return append_frame_locked(
+      hop, size, [](slot&, appended_to&) { return false; },
+      [&](std::byte* at) {
+        // start_frame wrote the plain length: flag it (size < 2 GiB, so the bit was clear).
+        const auto length = static_cast<std::uint32_t>(size) | k_routed_flag;
+        std::memcpy(at - k_frame_header, &length, k_frame_header);
+        write_route(at, route);
+        if (!message.empty()) std::memcpy(at + k_route_header, message.data(), message.size());
       },
       false);
 }

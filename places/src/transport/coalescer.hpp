@@ -3,6 +3,8 @@
 //
 // Framing: a network message is a sequence of frames, each a 32-bit length (native byte order:
 // every place runs the same binary on the same kind of machine) followed by that many bytes.
+// The length's top bit (k_routed_flag, routing.hpp) marks a routed frame, whose bytes start
+// with its source and destination: lengths are below 2 GiB, so the bit is free.
 // Un-framing validates every length before anything is delivered, so a corrupt network message
 // is rejected as a whole with an error instead of reading out of bounds. A frame may hold several
 // logical messages merged into one (append_merged: one head, then their bodies); only the
@@ -21,6 +23,8 @@
 #include "apgas/detail/byte_buffer.hpp"
 #include "apgas/detail/spin_lock.hpp"
 #include "apgas/detail/transport.hpp"
+
+#include "routing.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -74,15 +78,25 @@ std::size_t count_frames(std::span<const std::byte> network_message) noexcept;
 /// @brief Human-readable description of a frame error, naming the source place.
 std::string describe(const frame_error& error, place_id from);
 
-/// @brief The frame starting at `offset`, advancing `offset` past it.
+/// @brief The frame starting at `offset`, advancing `offset` past it; `routed` says whether it
+/// is a routed frame (its bytes start with a route_header).
 /// pre: the network message was validated and offset < its size.
 inline std::span<const std::byte> next_frame(std::span<const std::byte> network_message,
-                                             std::size_t& offset) noexcept {
+                                             std::size_t& offset, bool& routed) noexcept {
   std::uint32_t length;
   std::memcpy(&length, network_message.data() + offset, k_frame_header);
+  routed = (length & k_routed_flag) != 0;
+  length &= ~k_routed_flag;
   const std::span<const std::byte> frame = network_message.subspan(offset + k_frame_header, length);
   offset += k_frame_header + length;
   return frame;
+}
+
+/// @brief next_frame() for a caller that does not care whether the frame is routed.
+inline std::span<const std::byte> next_frame(std::span<const std::byte> network_message,
+                                             std::size_t& offset) noexcept {
+  bool routed;
+  return next_frame(network_message, offset, routed);
 }
 
 /// @brief A buffer that left coalescing: one network message.
@@ -126,9 +140,14 @@ public:
   /// @brief The buffer per destination in use (see fitted_buffer_bytes).
   std::size_t buffer_bytes() const noexcept { return m_buffer_bytes; }
   /// @brief Buffers for `destinations` places, with opts' coalescing buffer, flush interval,
-  /// byte limit and coalescing switch. Throws std::invalid_argument unless 0 <
-  /// opts.coalesce_bytes < 2 GiB.
-  coalescer(std::size_t destinations, const options& opts);
+  /// byte limit and coalescing switch; the buffer per destination is fitted for
+  /// `buffered_destinations` of them (those this place sends to itself: fewer than
+  /// `destinations` when messages are routed, see routing.hpp). Throws std::invalid_argument
+  /// unless 0 < opts.coalesce_bytes < 2 GiB.
+  coalescer(std::size_t destinations, const options& opts, std::size_t buffered_destinations);
+  /// @brief Buffers for `destinations` places, each of which this place may send to.
+  coalescer(std::size_t destinations, const options& opts)
+      : coalescer(destinations, opts, destinations) {}
   ~coalescer();
   coalescer(const coalescer&) = delete;
   coalescer& operator=(const coalescer&) = delete;
@@ -142,6 +161,11 @@ public:
   /// is full (or always, without coalescing). pre: to < destinations().
   /// Throws std::length_error if message.size() > k_max_message_bytes.
   appended_to append(place_id to, std::span<const std::byte> message);
+  /// @brief Appends a routed frame (routing.hpp) to the buffer of `hop`: `route`, then
+  /// `message`, the length prefix flagged k_routed_flag. Counted as one logical message to
+  /// `hop`. pre: hop < destinations(). Throws std::length_error if the frame would exceed
+  /// k_max_message_bytes.
+  appended_to append_routed(place_id hop, route_header route, std::span<const std::byte> message);
   /// @brief Appends a mergeable message: `head` followed by a body of `body_size` bytes that
   /// `write_body(at, context)` writes in place, under the buffer's lock (it must not throw nor
   /// call the coalescer). If the last frame of the buffer of `to` is a mergeable message with
