@@ -129,8 +129,8 @@ void coalescer::seal_locked(slot& s) {
 
 template <class TryMerge, class Fill>
 coalescer::appended_to coalescer::append_frame_locked(place_id to, std::size_t size,
-                                                      TryMerge try_merge, Fill fill,
-                                                      bool mergeable) {
+                                                      TryMerge try_merge, Fill fill, bool mergeable,
+                                                      std::uint64_t merge_route) {
   if (size > k_max_message_bytes) throw_too_long(size);
   const std::size_t frame_bytes = k_frame_header + size;
   slot& s = m_slots[to];
@@ -147,6 +147,7 @@ coalescer::appended_to coalescer::append_frame_locked(place_id to, std::size_t s
   const std::size_t frame_at = s.current.size();
   fill(start_frame(s.current, size));
   s.merge_at = mergeable ? frame_at : slot::k_no_merge;
+  s.merge_route = merge_route;
   ++s.current_messages;
   s.count_appended(frame_bytes);
   // What slot::outstanding() computes, with the count we just wrote (we hold the lock).
@@ -183,22 +184,49 @@ coalescer::appended_to coalescer::append_routed(place_id hop, route_header route
       false);
 }
 
-coalescer::appended_to coalescer::append_merged_framed(place_id to, const merge_head& head,
+coalescer::appended_to coalescer::append_merged_framed(place_id to, std::uint64_t route,
+                                                       const merge_head& head,
                                                        std::size_t body_size,
                                                        message_writer write_body,
                                                        const void* context) {
   // The merge is tried again under the lock the new frame takes: another sender may have
   // started a frame with this head since append_merged looked.
   const auto try_merge = [&](slot& s, appended_to& result) {
-    return try_merge_locked(s, head, body_size, write_body, context, result);
+    return try_merge_locked(s, route, head, body_size, write_body, context, result);
   };
+  const std::size_t route_bytes = route == k_direct ? 0 : k_route_header;
+  if (body_size > k_max_message_bytes - route_bytes - head.size()) throw_too_long(body_size);
+  const std::size_t size = route_bytes + head.size() + body_size;
   return append_frame_locked(
-      to, head.size() + body_size, try_merge,
+      to, size, try_merge,
       [&](std::byte* at) {
+        if (route != k_direct) {
+          // start_frame wrote the plain length: flag it (size < 2 GiB, so the bit was clear).
+          const auto length = static_cast<std::uint32_t>(size) | k_routed_flag;
+          std::memcpy(at - k_frame_header, &length, k_frame_header);
+          write_route(at, route_header{static_cast<place_id>(route >> 32),
+                                       static_cast<place_id>(route), false});
+          at += k_route_header;
+        }
         std::memcpy(at, head.data(), head.size());
         write_body(at + head.size(), context);
       },
-      true);
+      true, route);
+}
+
+coalescer::appended_to coalescer::append_merged_routed(place_id hop, route_header route,
+                                                       const merge_head& head,
+                                                       std::size_t body_size,
+                                                       message_writer write_body,
+                                                       const void* context) {
+  const std::uint64_t key = route_key(route);
+  {
+    slot& s = m_slots[hop];
+    appended_to result;
+    std::lock_guard lock(s.lock);
+    if (try_merge_locked(s, key, head, body_size, write_body, context, result)) return result;
+  }
+  return append_merged_framed(hop, key, head, body_size, write_body, context);
 }
 
 std::optional<sealed_buffer> coalescer::take_alone(place_id to,

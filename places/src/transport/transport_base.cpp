@@ -52,13 +52,11 @@ void transport_base::send_merged(place_id to, const merge_head& head, std::size_
   if (to >= m_places) throw_bad_destination(to, m_places);
   const place_id hop = m_routes.next_hop(m_here, to);
   if (hop != to) [[unlikely]] {
-    // A routed frame carries one message (its route first), so it cannot grow by merging: the
-    // message is written whole into a scratch vector of this thread and sent routed.
-    thread_local std::vector<std::byte> scratch;
-    scratch.resize(head.size() + body_size);
-    std::memcpy(scratch.data(), head.data(), head.size());
-    write_body(scratch.data() + head.size(), context);
-    return send_routed(hop, to, scratch, false);
+    // Merged in the intermediate's buffer with the previous routed message if it has the
+    // same source, destination and head: the intermediate forwards the merged frame whole.
+    return after_append(hop,
+                        m_coalescer.append_merged_routed(hop, route_header{m_here, to, false}, head,
+                                                         body_size, write_body, context));
   }
   after_append(to, m_coalescer.append_merged(to, head, body_size, write_body, context));
 }
