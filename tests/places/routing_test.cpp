@@ -161,6 +161,49 @@ TEST(routing, every_message_arrives_once_in_order_with_its_source_under_random_s
   }
 }
 
+TEST(routing, the_intermediate_holds_a_plain_message_but_passes_an_urgent_one_on_at_once) {
+  fake_network net(k_places, routed_options(4096));
+  std::vector<std::pair<place_id, std::uint64_t>> at_3; // (source, value) delivered at place 3
+  for (place_id p = 0; p < k_places; ++p)
+    net.endpoint(p).set_handler([&, p](place_id from, std::span<const std::byte> m) {
+      ASSERT_EQ(p, 3u) << "delivered at the intermediate";
+      std::uint64_t v;
+      std::memcpy(&v, m.data(), sizeof v);
+      at_3.emplace_back(from, v);
+    });
+  ASSERT_EQ(route_grid(k_places, 0).next_hop(0, 3), 1u); // 0 -> 3 goes through 1
+  const auto message = [](const std::uint64_t& v) { return std::as_bytes(std::span(&v, 1)); };
+  const std::uint64_t plain = 7;
+  const std::uint64_t urgent = 8;
+
+  // A plain message: the source's flush sends it to 1, which coalesces it with what it sends
+  // to 3 and keeps it until its own flush (or its flush interval, 10 s here).
+  net.endpoint(0).send(3, message(plain));
+  net.endpoint(0).flush();
+  net.endpoint(1).poll();
+  net.endpoint(3).poll();
+  EXPECT_TRUE(at_3.empty());
+  EXPECT_EQ(net.endpoint(1).stats().forwarded_messages, 1u);
+  net.endpoint(1).flush();
+  net.endpoint(3).poll();
+  ASSERT_EQ(at_3.size(), 1u);
+  EXPECT_EQ(at_3[0], std::pair(place_id{0}, plain));
+
+  // An urgent one (send_now: an `at`, a reply, a finish report) leaves 1 in the poll that
+  // received it, without a flush there.
+  net.endpoint(0).send_now(3, message(urgent));
+  net.endpoint(1).poll();
+  net.endpoint(3).poll();
+  ASSERT_EQ(at_3.size(), 2u);
+  EXPECT_EQ(at_3[1], std::pair(place_id{0}, urgent));
+  EXPECT_EQ(net.endpoint(1).stats().forwarded_messages, 2u);
+  // Neither counts as sent or received by the intermediate.
+  EXPECT_EQ(net.endpoint(1).stats().logical_messages_sent, 0u);
+  EXPECT_EQ(net.endpoint(1).stats().logical_messages_received, 0u);
+  EXPECT_EQ(net.endpoint(0).stats().logical_messages_sent, 2u);
+  EXPECT_EQ(net.endpoint(3).stats().logical_messages_received, 2u);
+}
+
 // ---- a finish over routed activities --------------------------------------------------------
 
 /// One finish, homed at place 0, over the routed fake network: activities are messages that
