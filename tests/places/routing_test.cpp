@@ -8,8 +8,10 @@
 //  - no place ever sends a network message to a place outside its row and column;
 //  - a finish, counted with the distributed finish's own tallies (finish_tally.hpp) over routed
 //    activities and routed reports, ends only once every activity ran, and then nothing is left
-//    in flight.
-// No sleeps: a single thread drives every place.
+//    in flight;
+//  - with each place on a thread of its own, forwarding races with sending to the same
+//    intermediate's buffer and nothing is lost (run under TSan by its preset).
+// No sleeps: one thread drives every place, or each place's thread polls until all arrived.
 #include "apgas/detail/finish_tally.hpp"
 #include "apgas/detail/transport.hpp"
 
@@ -18,6 +20,8 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -26,6 +30,7 @@
 #include <random>
 #include <set>
 #include <span>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -202,6 +207,85 @@ TEST(routing, the_intermediate_holds_a_plain_message_but_passes_an_urgent_one_on
   EXPECT_EQ(net.endpoint(1).stats().logical_messages_received, 0u);
   EXPECT_EQ(net.endpoint(0).stats().logical_messages_sent, 2u);
   EXPECT_EQ(net.endpoint(3).stats().logical_messages_received, 2u);
+}
+
+TEST(routing, places_on_their_own_threads_forward_while_they_send) {
+  // Each place on a thread of its own sends, polls and forwards at once (TSan in its preset):
+  // every message still arrives once, in order, with its source.
+  constexpr std::uint64_t k_per_place = 20'000;
+  fake_network net(k_places, routed_options(1024), 7, /*reorder=*/true);
+  std::array<std::array<std::atomic<std::uint64_t>, k_places>, k_places> sent{};
+  std::array<std::atomic<std::uint64_t>, k_places> received{};
+  std::atomic<place_id> done_sending{0};
+  std::atomic<bool> failed{false};
+  std::array<std::array<std::uint64_t, k_places>, k_places> next{}; // next[d][s]: d's thread only
+  for (place_id p = 0; p < k_places; ++p)
+    net.endpoint(p).set_handler([&, p](place_id from, std::span<const std::byte> m) {
+      const std::size_t start = m.size() == sizeof(payload) ? 0 : sizeof(merge_head);
+      for (std::size_t at = start; at < m.size(); at += sizeof(payload)) {
+        payload got{};
+        std::memcpy(&got, m.data() + at, sizeof got);
+        if (got.destination != p || got.source != from || got.seq != next[p][from]) failed = true;
+        ++next[p][from];
+        // relaxed: a count the other threads only compare with, to know when to stop.
+        received[p].fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  const auto total_sent = [&] {
+    std::uint64_t n = 0;
+    for (auto& row : sent)
+      for (auto& c : row) n += c.load(std::memory_order_relaxed); // relaxed: see below
+    return n;
+  };
+  const auto total_received = [&] {
+    std::uint64_t n = 0;
+    for (auto& c : received) n += c.load(std::memory_order_relaxed);
+    return n;
+  };
+  std::vector<std::thread> threads;
+  for (place_id p = 0; p < k_places; ++p) {
+    threads.emplace_back([&, p] {
+      transport& ep = net.endpoint(p);
+      std::mt19937_64 rng(p + 1);
+      for (std::uint64_t i = 0; i < k_per_place; ++i) {
+        const auto d = static_cast<place_id>(rng() % k_places);
+        // relaxed: only this thread writes sent[p][*]; the others read the totals once every
+        // thread is done sending (done_sending, acq_rel below), to know what to wait for.
+        const payload m{p, d, sent[p][d].load(std::memory_order_relaxed)};
+        sent[p][d].store(m.seq + 1, std::memory_order_relaxed);
+        const auto bytes = std::as_bytes(std::span(&m, 1));
+        switch (rng() % 3) {
+        case 0:
+          ep.send(d, bytes);
+          break;
+        case 1:
+          ep.send_merged(d, merge_head{}, sizeof m, write_payload, &m);
+          break;
+        default:
+          ep.send_now(d, bytes);
+        }
+        if (i % 16 == 0) ep.poll();
+      }
+      // acq_rel: our sent counts happen-before the reads of whoever sees us done.
+      done_sending.fetch_add(1, std::memory_order_acq_rel);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      // Every place keeps polling (and flushing what it forwards) until every message arrived:
+      // an intermediate's work is not over when its own messages arrived.
+      while (done_sending.load(std::memory_order_acquire) != k_places ||
+             total_received() != total_sent()) {
+        ep.flush();
+        if (ep.poll() == 0) std::this_thread::yield();
+        if (std::chrono::steady_clock::now() > deadline || failed) break;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_FALSE(failed) << "a message arrived twice, out of order or with the wrong source";
+  EXPECT_EQ(total_received(), total_sent());
+  EXPECT_EQ(total_sent(), k_places * k_per_place);
+  std::uint64_t forwarded = 0;
+  for (place_id p = 0; p < k_places; ++p) forwarded += net.endpoint(p).stats().forwarded_messages;
+  EXPECT_GT(forwarded, 0u);
 }
 
 // ---- a finish over routed activities --------------------------------------------------------
