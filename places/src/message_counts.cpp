@@ -28,6 +28,7 @@ message_counts& message_counts::operator+=(const message_counts& o) noexcept {
   bytes_sent += o.bytes_sent;
   bytes_received += o.bytes_received;
   backpressure_waits += o.backpressure_waits;
+  messages_forwarded += o.messages_forwarded;
   return *this;
 }
 
@@ -46,6 +47,7 @@ message_counts operator-(message_counts later, const message_counts& earlier) no
   later.bytes_sent -= earlier.bytes_sent;
   later.bytes_received -= earlier.bytes_received;
   later.backpressure_waits -= earlier.backpressure_waits;
+  later.messages_forwarded -= earlier.messages_forwarded;
   return later;
 }
 
@@ -71,6 +73,7 @@ message_counts local_message_counts() {
   m.bytes_sent = t.bytes_sent;
   m.bytes_received = t.bytes_received;
   m.backpressure_waits = t.backpressure_waits;
+  m.messages_forwarded = t.forwarded_messages;
   return m;
 }
 

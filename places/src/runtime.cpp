@@ -221,6 +221,9 @@ std::string runtime::message_stats() const {
                    "received", c.logical_messages_received, c.mpi_messages_received);
   s += fmt::format("  {:<34} {} sent, {} received\n", "bytes", c.bytes_sent, c.bytes_received);
   s += fmt::format("  {:<34} {}\n", "back-pressure waits", c.backpressure_waits);
+  if (places() > opts().route_above)
+    s += fmt::format("  {:<34} {} (--route-above {}: messages between two other places)\n",
+                     "messages forwarded", c.messages_forwarded, opts().route_above);
   s += fmt::format("  {:<34} {}\n", "MPI sends in flight, at most", t.peak_sends_in_flight);
   s += fmt::format("  {:<34} {} bytes per destination{}\n", "coalescing buffer", t.buffer_bytes,
                    t.buffer_bytes < opts().coalesce_bytes

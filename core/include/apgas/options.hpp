@@ -87,6 +87,10 @@ enum class finish_pattern : std::uint8_t {
   X(unsigned, tree_arity, 32, 1, 1U << 20, "--tree-arity", "APGAS_TREE_ARITY", "N",                \
     "messages from many places to one (finish reports) and from one to many (asks, cleanups, "     \
     "broadcasts) travel along a tree with N children per place (flat up to N + 1 places)")         \
+  X(unsigned, route_above, 1024, 0, 0xffffffffU, "--route-above", "APGAS_ROUTE_ABOVE", "N",        \
+    "beyond N places a message to a place outside this one's row and column of a sqrt(places) "    \
+    "grid goes through the place at this row and its column (2 hops): O(sqrt places) buffers "     \
+    "per place (0: always)")                                                                       \
   X(unsigned, clock_all_to_all_places, 16, 0, 1U << 20, "--clock-all-to-all-places",               \
     "APGAS_CLOCK_ALL_TO_ALL_PLACES", "N",                                                          \
     "clocks: up to N places every place tallies every phase report (a phase ends one message "     \

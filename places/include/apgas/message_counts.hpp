@@ -37,6 +37,9 @@ struct message_counts {
   std::uint64_t bytes_sent = 0;            ///< network bytes, frames included
   std::uint64_t bytes_received = 0;        ///< network bytes, frames included
   std::uint64_t backpressure_waits = 0;    ///< sends that waited for room in the network
+  /// Messages between two other places that went through this one (beyond --route-above
+  /// places): in its network messages and bytes, not in its logical ones.
+  std::uint64_t messages_forwarded = 0;
 
   /// @brief Finish control messages: reports, asks and cleanups.
   std::uint64_t finish_control_sent() const noexcept {

@@ -17,7 +17,10 @@ std::optional<frame_error> validate_frames(std::span<const std::byte> network_me
     if (remaining < k_frame_header) return frame_error{offset, 0, remaining};
     std::uint32_t length;
     std::memcpy(&length, network_message.data() + offset, k_frame_header);
-    if (length > remaining - k_frame_header) return frame_error{offset, length, remaining};
+    const bool routed = (length & k_routed_flag) != 0;
+    length &= ~k_routed_flag;
+    if (length > remaining - k_frame_header || (routed && length < k_route_header))
+      return frame_error{offset, length, remaining};
     offset += k_frame_header + length;
   }
   return std::nullopt;
@@ -35,6 +38,9 @@ std::string describe(const frame_error& error, place_id from) {
                      ": the frame at byte " + std::to_string(error.offset);
   if (error.remaining < k_frame_header)
     return text + " has a cut length prefix (" + std::to_string(error.remaining) + " bytes left)";
+  if (error.claimed <= error.remaining - k_frame_header)
+    return text + " is a routed frame of " + std::to_string(error.claimed) +
+           " bytes, too short for its route";
   return text + " claims " + std::to_string(error.claimed) + " bytes but only " +
          std::to_string(error.remaining - k_frame_header) + " follow";
 }
@@ -67,8 +73,9 @@ std::size_t coalescer::fitted_buffer_bytes(std::size_t destinations, const optio
   return std::min(opts.coalesce_bytes, std::max(share, k_min_fitted_buffer_bytes));
 }
 
-coalescer::coalescer(std::size_t destinations, const options& opts)
-    : m_buffer_bytes(checked_fitted_buffer_bytes(destinations, opts)),
+coalescer::coalescer(std::size_t destinations, const options& opts,
+                     std::size_t buffered_destinations)
+    : m_buffer_bytes(checked_fitted_buffer_bytes(buffered_destinations, opts)),
       m_flush_interval(std::chrono::microseconds(opts.flush_us)),
       m_max_outstanding_bytes(opts.max_outstanding_bytes), m_coalesce(opts.coalesce),
       m_destinations(destinations), m_slots(std::make_unique<slot[]>(destinations)) {
@@ -122,8 +129,8 @@ void coalescer::seal_locked(slot& s) {
 
 template <class TryMerge, class Fill>
 coalescer::appended_to coalescer::append_frame_locked(place_id to, std::size_t size,
-                                                      TryMerge try_merge, Fill fill,
-                                                      bool mergeable) {
+                                                      TryMerge try_merge, Fill fill, bool mergeable,
+                                                      std::uint64_t merge_route) {
   if (size > k_max_message_bytes) throw_too_long(size);
   const std::size_t frame_bytes = k_frame_header + size;
   slot& s = m_slots[to];
@@ -140,6 +147,7 @@ coalescer::appended_to coalescer::append_frame_locked(place_id to, std::size_t s
   const std::size_t frame_at = s.current.size();
   fill(start_frame(s.current, size));
   s.merge_at = mergeable ? frame_at : slot::k_no_merge;
+  s.merge_route = merge_route;
   ++s.current_messages;
   s.count_appended(frame_bytes);
   // What slot::outstanding() computes, with the count we just wrote (we hold the lock).
@@ -160,22 +168,65 @@ coalescer::appended_to coalescer::append(place_id to, std::span<const std::byte>
       false);
 }
 
-coalescer::appended_to coalescer::append_merged_framed(place_id to, const merge_head& head,
+coalescer::appended_to coalescer::append_routed(place_id hop, route_header route,
+                                                std::span<const std::byte> message) {
+  if (message.size() > k_max_message_bytes - k_route_header) throw_too_long(message.size());
+  const std::size_t size = k_route_header + message.size();
+  return append_frame_locked(
+      hop, size, [](slot&, appended_to&) { return false; },
+      [&](std::byte* at) {
+        // start_frame wrote the plain length: flag it (size < 2 GiB, so the bit was clear).
+        const auto length = static_cast<std::uint32_t>(size) | k_routed_flag;
+        std::memcpy(at - k_frame_header, &length, k_frame_header);
+        write_route(at, route);
+        if (!message.empty()) std::memcpy(at + k_route_header, message.data(), message.size());
+      },
+      false);
+}
+
+coalescer::appended_to coalescer::append_merged_framed(place_id to, std::uint64_t route,
+                                                       const merge_head& head,
                                                        std::size_t body_size,
                                                        message_writer write_body,
                                                        const void* context) {
   // The merge is tried again under the lock the new frame takes: another sender may have
   // started a frame with this head since append_merged looked.
   const auto try_merge = [&](slot& s, appended_to& result) {
-    return try_merge_locked(s, head, body_size, write_body, context, result);
+    return try_merge_locked(s, route, head, body_size, write_body, context, result);
   };
+  const std::size_t route_bytes = route == k_direct ? 0 : k_route_header;
+  if (body_size > k_max_message_bytes - route_bytes - head.size()) throw_too_long(body_size);
+  const std::size_t size = route_bytes + head.size() + body_size;
   return append_frame_locked(
-      to, head.size() + body_size, try_merge,
+      to, size, try_merge,
       [&](std::byte* at) {
+        if (route != k_direct) {
+          // start_frame wrote the plain length: flag it (size < 2 GiB, so the bit was clear).
+          const auto length = static_cast<std::uint32_t>(size) | k_routed_flag;
+          std::memcpy(at - k_frame_header, &length, k_frame_header);
+          write_route(at, route_header{static_cast<place_id>(route >> 32),
+                                       static_cast<place_id>(route), false});
+          at += k_route_header;
+        }
         std::memcpy(at, head.data(), head.size());
         write_body(at + head.size(), context);
       },
-      true);
+      true, route);
+}
+
+coalescer::appended_to coalescer::append_merged_routed(place_id hop, route_header route,
+                                                       const merge_head& head,
+                                                       std::size_t body_size,
+                                                       message_writer write_body,
+                                                       const void* context) {
+  const std::uint64_t key = route_key(route);
+  {
+    slot& s = m_slots[hop];
+    appended_to result;
+    std::lock_guard lock(s.lock);
+    if (try_merge_locked(s, key, head, body_size, write_body, context, result)) return result;
+  }
+  return append_merged_framed(hop, key, head, body_size, write_body, context);
 }
 
 std::optional<sealed_buffer> coalescer::take_alone(place_id to,

@@ -3,6 +3,8 @@
 //
 // Framing: a network message is a sequence of frames, each a 32-bit length (native byte order:
 // every place runs the same binary on the same kind of machine) followed by that many bytes.
+// The length's top bit (k_routed_flag, routing.hpp) marks a routed frame, whose bytes start
+// with its source and destination: lengths are below 2 GiB, so the bit is free.
 // Un-framing validates every length before anything is delivered, so a corrupt network message
 // is rejected as a whole with an error instead of reading out of bounds. A frame may hold several
 // logical messages merged into one (append_merged: one head, then their bodies); only the
@@ -21,6 +23,8 @@
 #include "apgas/detail/byte_buffer.hpp"
 #include "apgas/detail/spin_lock.hpp"
 #include "apgas/detail/transport.hpp"
+
+#include "routing.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -74,15 +78,25 @@ std::size_t count_frames(std::span<const std::byte> network_message) noexcept;
 /// @brief Human-readable description of a frame error, naming the source place.
 std::string describe(const frame_error& error, place_id from);
 
-/// @brief The frame starting at `offset`, advancing `offset` past it.
+/// @brief The frame starting at `offset`, advancing `offset` past it; `routed` says whether it
+/// is a routed frame (its bytes start with a route_header).
 /// pre: the network message was validated and offset < its size.
 inline std::span<const std::byte> next_frame(std::span<const std::byte> network_message,
-                                             std::size_t& offset) noexcept {
+                                             std::size_t& offset, bool& routed) noexcept {
   std::uint32_t length;
   std::memcpy(&length, network_message.data() + offset, k_frame_header);
+  routed = (length & k_routed_flag) != 0;
+  length &= ~k_routed_flag;
   const std::span<const std::byte> frame = network_message.subspan(offset + k_frame_header, length);
   offset += k_frame_header + length;
   return frame;
+}
+
+/// @brief next_frame() for a caller that does not care whether the frame is routed.
+inline std::span<const std::byte> next_frame(std::span<const std::byte> network_message,
+                                             std::size_t& offset) noexcept {
+  bool routed;
+  return next_frame(network_message, offset, routed);
 }
 
 /// @brief A buffer that left coalescing: one network message.
@@ -126,9 +140,14 @@ public:
   /// @brief The buffer per destination in use (see fitted_buffer_bytes).
   std::size_t buffer_bytes() const noexcept { return m_buffer_bytes; }
   /// @brief Buffers for `destinations` places, with opts' coalescing buffer, flush interval,
-  /// byte limit and coalescing switch. Throws std::invalid_argument unless 0 <
-  /// opts.coalesce_bytes < 2 GiB.
-  coalescer(std::size_t destinations, const options& opts);
+  /// byte limit and coalescing switch; the buffer per destination is fitted for
+  /// `buffered_destinations` of them (those this place sends to itself: fewer than
+  /// `destinations` when messages are routed, see routing.hpp). Throws std::invalid_argument
+  /// unless 0 < opts.coalesce_bytes < 2 GiB.
+  coalescer(std::size_t destinations, const options& opts, std::size_t buffered_destinations);
+  /// @brief Buffers for `destinations` places, each of which this place may send to.
+  coalescer(std::size_t destinations, const options& opts)
+      : coalescer(destinations, opts, destinations) {}
   ~coalescer();
   coalescer(const coalescer&) = delete;
   coalescer& operator=(const coalescer&) = delete;
@@ -142,6 +161,11 @@ public:
   /// is full (or always, without coalescing). pre: to < destinations().
   /// Throws std::length_error if message.size() > k_max_message_bytes.
   appended_to append(place_id to, std::span<const std::byte> message);
+  /// @brief Appends a routed frame (routing.hpp) to the buffer of `hop`: `route`, then
+  /// `message`, the length prefix flagged k_routed_flag. Counted as one logical message to
+  /// `hop`. pre: hop < destinations(). Throws std::length_error if the frame would exceed
+  /// k_max_message_bytes.
+  appended_to append_routed(place_id hop, route_header route, std::span<const std::byte> message);
   /// @brief Appends a mergeable message: `head` followed by a body of `body_size` bytes that
   /// `write_body(at, context)` writes in place, under the buffer's lock (it must not throw nor
   /// call the coalescer). If the last frame of the buffer of `to` is a mergeable message with
@@ -158,11 +182,19 @@ public:
     {
       appended_to result;
       std::lock_guard lock(s.lock);
-      if (try_merge_locked(s, head, body_size, write_body, context, result)) [[likely]]
+      if (try_merge_locked(s, k_direct, head, body_size, write_body, context, result)) [[likely]]
         return result;
     }
-    return append_merged_framed(to, head, body_size, write_body, context);
+    return append_merged_framed(to, k_direct, head, body_size, write_body, context);
   }
+
+  /// @brief append_merged() of a routed message (routing.hpp) into the buffer of `hop`: the
+  /// frame is routed (`route`, then `head` and the body), and it merges only with a routed
+  /// frame of the same route and head, so the destination gets the merged bodies of one
+  /// source in one message, as from append_merged(). pre: hop < destinations().
+  appended_to append_merged_routed(place_id hop, route_header route, const merge_head& head,
+                                   std::size_t body_size, message_writer write_body,
+                                   const void* context);
 
   /// @brief If nothing is buffered or sealed for `to`, frames `message` alone in a buffer
   /// (from the pool of `to`) and returns it, counted as appended and outstanding, for the
@@ -278,12 +310,22 @@ private:
     std::atomic<std::uint64_t> appended{0};
     /// Where the length prefix of the last frame of `current` starts, if that frame is a
     /// mergeable message (append_merged) and nothing was appended after it; k_no_merge
-    /// otherwise. Its merge_head follows the prefix.
+    /// otherwise. Its merge_head follows the prefix (and its route, if it is routed).
     std::size_t merge_at = k_no_merge;
+    /// The route of the frame at merge_at (route_key), or k_direct if it is not routed.
+    std::uint64_t merge_route = k_direct;
     static constexpr std::size_t k_no_merge = std::numeric_limits<std::size_t>::max();
   };
 
   static constexpr std::int64_t k_never = std::numeric_limits<std::int64_t>::max();
+  /// The merge key of a frame that is not routed: no route has it (a routed message never
+  /// goes from a place to itself, so never from 0 to 0).
+  static constexpr std::uint64_t k_direct = 0;
+  /// The merge key of a routed frame: its source and destination (the urgent bit is not set
+  /// on mergeable messages: send_merged is not send_now).
+  static std::uint64_t route_key(route_header r) noexcept {
+    return (std::uint64_t{r.source} << 32) | r.destination;
+  }
 
   /// a == b in four word compares and one branch, inline: append_merged compares heads on
   /// every append, where a call to memcmp would cost more than the compare itself.
@@ -300,17 +342,21 @@ private:
     return differ == 0;
   }
   /// append_merged's merge into the last frame of `s`, if it is a mergeable message with the
-  /// same head and the body fits. pre: s.lock held. @return true if it appended.
-  bool try_merge_locked(slot& s, const merge_head& head, std::size_t body_size,
+  /// same route key (`route`: k_direct or route_key) and head, and the body fits.
+  /// pre: s.lock held. @return true if it appended.
+  bool try_merge_locked(slot& s, std::uint64_t route, const merge_head& head, std::size_t body_size,
                         message_writer write_body, const void* context, appended_to& result) {
-    // Only into the last frame, only with the same head, and only within a buffer's size: a
-    // merged frame never makes a buffer larger than a full one. (A buffer started without
-    // coalescing was sealed at once, so merge_at is set only in one started with it.)
-    if (s.merge_at == slot::k_no_merge || s.current.size() + body_size > m_buffer_bytes ||
-        !same_head(s.current.data() + s.merge_at + k_frame_header, head))
+    // Only into the last frame, only with the same route and head, and only within a buffer's
+    // size: a merged frame never makes a buffer larger than a full one. (A buffer started
+    // without coalescing was sealed at once, so merge_at is set only in one started with it.)
+    const std::size_t head_at = k_frame_header + (route == k_direct ? 0 : k_route_header);
+    if (s.merge_at == slot::k_no_merge || s.merge_route != route ||
+        s.current.size() + body_size > m_buffer_bytes ||
+        !same_head(s.current.data() + s.merge_at + head_at, head))
       return false;
     std::byte* length_at = s.current.data() + s.merge_at;
-    std::uint32_t length; // <= m_buffer_bytes < 2 GiB, see the constructor
+    // <= m_buffer_bytes < 2 GiB, see the constructor, so adding to it keeps k_routed_flag.
+    std::uint32_t length;
     std::memcpy(&length, length_at, k_frame_header);
     length += static_cast<std::uint32_t>(body_size);
     std::memcpy(length_at, &length, k_frame_header);
@@ -327,19 +373,21 @@ private:
     }
     return true;
   }
-  /// append_merged when the message does not merge: a frame of its own (out of line).
-  appended_to append_merged_framed(place_id to, const merge_head& head, std::size_t body_size,
-                                   message_writer write_body, const void* context);
+  /// append_merged when the message does not merge: a frame of its own (out of line); routed
+  /// (its route first) unless `route` is k_direct.
+  appended_to append_merged_framed(place_id to, std::uint64_t route, const merge_head& head,
+                                   std::size_t body_size, message_writer write_body,
+                                   const void* context);
 
   void start_buffer_locked(place_id to, slot& s, std::size_t frame_bytes, bool coalesce);
   void seal_locked(slot& s);
   /// The body of append() and append_merged(), under the slot's lock: first
   /// `try_merge(slot&, appended_to&)` (true: it appended, done), else frames `size` bytes that
   /// `fill(at)` writes. `mergeable`: that frame is a mergeable message (its first bytes a
-  /// merge_head).
+  /// merge_head, after its route if `merge_route` is not k_direct).
   template <class TryMerge, class Fill>
   appended_to append_frame_locked(place_id to, std::size_t size, TryMerge try_merge, Fill fill,
-                                  bool mergeable);
+                                  bool mergeable, std::uint64_t merge_route = k_direct);
   void lower_next_due(clock::time_point due) noexcept;
 
   /// The buffer per destination: options::coalesce_bytes, fitted (see fitted_buffer_bytes).

@@ -1,6 +1,7 @@
 // Shared transport logic (see transport_base.hpp).
 #include "transport_base.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -16,7 +17,8 @@ void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1) noexcept {
 
 transport_base::transport_base(place_id here, place_id places, const options& opts)
     : m_here(here), m_places(places), m_max_outstanding_bytes(opts.max_outstanding_bytes),
-      m_max_outstanding_sends(opts.max_outstanding_sends), m_coalescer(places, opts) {
+      m_max_outstanding_sends(opts.max_outstanding_sends), m_routes(places, opts.route_above),
+      m_coalescer(places, opts, m_routes.peers(here < places ? here : 0) + 1) {
   if (here >= places) throw std::invalid_argument("apgas transport: here >= places");
   if (opts.max_outstanding_sends == 0)
     throw std::invalid_argument("apgas transport: max_outstanding_sends must be at least 1");
@@ -34,12 +36,28 @@ namespace {
 
 void transport_base::send(place_id to, std::span<const std::byte> message) {
   if (to >= m_places) throw_bad_destination(to, m_places);
+  const place_id hop = m_routes.next_hop(m_here, to);
+  if (hop != to) [[unlikely]]
+    return send_routed(hop, to, message, false);
   after_append(to, m_coalescer.append(to, message));
+}
+
+void transport_base::send_routed(place_id hop, place_id to, std::span<const std::byte> message,
+                                 bool urgent) {
+  after_append(hop, m_coalescer.append_routed(hop, route_header{m_here, to, urgent}, message));
 }
 
 void transport_base::send_merged(place_id to, const merge_head& head, std::size_t body_size,
                                  message_writer write_body, const void* context) {
   if (to >= m_places) throw_bad_destination(to, m_places);
+  const place_id hop = m_routes.next_hop(m_here, to);
+  if (hop != to) [[unlikely]] {
+    // Merged in the intermediate's buffer with the previous routed message if it has the
+    // same source, destination and head: the intermediate forwards the merged frame whole.
+    return after_append(hop,
+                        m_coalescer.append_merged_routed(hop, route_header{m_here, to, false}, head,
+                                                         body_size, write_body, context));
+  }
   after_append(to, m_coalescer.append_merged(to, head, body_size, write_body, context));
 }
 
@@ -81,6 +99,15 @@ void transport_base::send_now_with(place_id to, std::span<const std::byte> messa
 }
 
 void transport_base::send_now(place_id to, std::span<const std::byte> message) {
+  if (to < m_places) {
+    if (const place_id hop = m_routes.next_hop(m_here, to); hop != to) [[unlikely]] {
+      // Routed: behind what is buffered for the intermediate, which then leaves at once, and
+      // marked urgent so that the intermediate does not hold it either.
+      send_routed(hop, to, message, true);
+      flush();
+      return;
+    }
+  }
   send_now_with(to, message, [&] {
     std::optional<sealed_buffer> alone = m_coalescer.take_alone(to, message);
     if (!alone) return false;
@@ -93,6 +120,8 @@ void transport_base::send_now(place_id to, std::span<const std::byte> message) {
 
 void transport_base::send_now_framed(place_id to, std::vector<std::byte>& framed) {
   const auto message = std::span<const std::byte>(framed).subspan(k_frame_header);
+  if (to < m_places && m_routes.next_hop(m_here, to) != to) [[unlikely]]
+    return send_now(to, message); // a routed frame needs its route: not from `framed` itself
   // Hands the frame to the network; if the network keeps the vector, gives the caller another.
   const auto hand_over = [&](bool counted) {
     const auto length = static_cast<std::uint32_t>(message.size()); // checked by the caller
@@ -411,12 +440,52 @@ std::size_t transport_base::deliver() {
       continue;
     }
     // The cursor moves before the call: if the handler throws, the next poll goes on after it.
-    const std::span<const std::byte> message = next_frame(m_current.bytes.bytes(), m_offset);
+    bool routed;
+    const std::span<const std::byte> message =
+        next_frame(m_current.bytes.bytes(), m_offset, routed);
     ++delivered;
+    if (routed) [[unlikely]] {
+      route_frame(message);
+      continue;
+    }
     bump(m_logical_received);
     m_handler(m_current.from, message);
   }
+  // Urgent forwarded frames leave now (if a handler threw, at the flush interval).
+  if (!m_forwarded_to.empty()) send_forwarded();
   return delivered;
+}
+
+void transport_base::route_frame(std::span<const std::byte> frame) {
+  const route_header route = read_route(frame); // validate_frames checked its size
+  if (route.source >= m_places || route.destination >= m_places)
+    throw transport_error("apgas transport: a routed message from place " +
+                          std::to_string(m_current.from) + " names place " +
+                          std::to_string(std::max(route.source, route.destination)) + " of " +
+                          std::to_string(m_places));
+  if (route.destination == m_here) {
+    bump(m_logical_received);
+    m_handler(route.source, frame.subspan(k_route_header));
+    return;
+  }
+  // The intermediate: on to the destination (it shares a row or a column with this place, so
+  // the next hop is the destination itself), behind what this place buffered for it.
+  const place_id hop = m_routes.next_hop(m_here, route.destination);
+  const coalescer::appended_to appended =
+      m_coalescer.append_routed(hop, route, frame.subspan(k_route_header));
+  bump(m_forwarded);
+  if (route.urgent &&
+      std::find(m_forwarded_to.begin(), m_forwarded_to.end(), hop) == m_forwarded_to.end())
+    m_forwarded_to.push_back(hop);
+  after_append(hop, appended);
+}
+
+void transport_base::send_forwarded() {
+  for (const place_id hop : m_forwarded_to) m_coalescer.seal(hop);
+  m_forwarded_to.clear();
+  std::lock_guard net(m_net_lock);
+  drain_locked(coalescer::seal_mode::none);
+  net_complete_sends();
 }
 
 void transport_base::finish_current() {
@@ -439,8 +508,9 @@ bool transport_base::quiescent() const {
 transport_stats transport_base::stats() const {
   transport_stats s;
   // relaxed: statistics, approximate while running.
-  s.logical_messages_sent =
-      m_coalescer.appended_messages() + m_sent_uncounted.load(std::memory_order_relaxed);
+  s.forwarded_messages = m_forwarded.load(std::memory_order_relaxed);
+  s.logical_messages_sent = m_coalescer.appended_messages() - s.forwarded_messages +
+                            m_sent_uncounted.load(std::memory_order_relaxed);
   // relaxed: statistics, approximate while running.
   s.logical_messages_received = m_logical_received.load(std::memory_order_relaxed);
   s.mpi_messages_sent = m_mpi_sent.load(std::memory_order_relaxed);

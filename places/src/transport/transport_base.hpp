@@ -9,6 +9,12 @@
 // network: drain_locked() hands at most that many to net_send() at a time and queues the rest, in
 // order, in m_deferred until sends complete (network_done()). send() applies back-pressure on both.
 //
+// Routing (routing.hpp): beyond options::route_above places, send() puts a message for a place
+// outside this place's row and column of the grid into the buffer of an intermediate place, as
+// a routed frame; deliver() forwards a routed frame that is not for this place to its
+// destination instead of delivering it, coalesced with what this place sends there itself; an
+// urgent one (send_now) leaves at the end of the poll that received it.
+//
 // Locks, in the order they may be taken:
 //   m_poll_lock  one poller at a time (try-lock); it owns m_pending and the delivery cursor.
 //   m_net_lock   one thread at a time talks to the network (MPI_THREAD_SERIALIZED); held only
@@ -24,6 +30,7 @@
 #include "apgas/detail/transport.hpp"
 
 #include "coalescer.hpp"
+#include "routing.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -147,6 +154,7 @@ protected:
   const place_id m_places;
   const std::size_t m_max_outstanding_bytes; ///< options::max_outstanding_bytes
   const std::size_t m_max_outstanding_sends; ///< options::max_outstanding_sends
+  const route_grid m_routes;                 ///< options::route_above's grid
   coalescer m_coalescer;
   spin_lock m_net_lock;
 
@@ -164,6 +172,14 @@ private:
   void wait_for_room(place_id to);
   std::size_t deliver();
   void finish_current();
+  /// A routed frame: delivered with its source if it is for here, else forwarded (deliver()).
+  void route_frame(std::span<const std::byte> frame);
+  /// Seals and hands over the buffers route_frame() forwarded urgent frames into (the end of
+  /// deliver()).
+  void send_forwarded();
+  /// send()'s part for a message that goes through an intermediate place `hop`; `urgent`: it
+  /// leaves the intermediate at once (see routing.hpp).
+  void send_routed(place_id hop, place_id to, std::span<const std::byte> message, bool urgent);
 
   spin_lock m_poll_lock;
   /// The thread inside poll(), or none. Only that thread stores its own id here (and clears it
@@ -190,6 +206,8 @@ private:
   std::vector<received> m_pending;
   std::size_t m_pending_head = 0;
   received m_current; ///< the network message being delivered
+  /// Places route_frame() forwarded urgent frames to since the last send_forwarded(), each once.
+  std::vector<place_id> m_forwarded_to;
   bool m_has_current = false;
   std::size_t m_offset = 0; ///< next frame of m_current
 
@@ -206,6 +224,9 @@ private:
   /// Frames sent by send_now_framed() without being counted by the coalescer (see there), whose
   /// send completed at once; written under m_net_lock. Added to the logical messages sent.
   std::atomic<std::uint64_t> m_sent_uncounted{0};
+  /// Routed frames forwarded by this place (appended to its coalescer, but not sent by it):
+  /// written by the poll owner only.
+  std::atomic<std::uint64_t> m_forwarded{0};
 
   // Send-request accounting. Neither publishes data: the buffers themselves travel through the
   // network, the coalescer's locks and its release/acquire byte counts. These are counts a

@@ -55,6 +55,9 @@ struct transport_stats {
   /// The coalescing buffer per destination in use: options::coalesce_bytes, or less at many
   /// places (see options::coalesce_memory_mib).
   std::uint64_t buffer_bytes = 0;
+  /// Routed messages this place forwarded as the intermediate (options::route_above): not
+  /// counted as sent or received by it, but in its network messages and bytes.
+  std::uint64_t forwarded_messages = 0;
 };
 
 /// @brief A transport failure: an MPI error, or a corrupt network message.
