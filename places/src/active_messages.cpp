@@ -90,21 +90,17 @@ void active_messages::send_async(finish_state& f, place_id to,
   count_and_send(f, to, std::span<const std::byte>(bytes).subspan(k_frame_header));
 }
 
-void active_messages::send_plain_async_other(finish_state& f, place_id to, plain_async_invoker inv,
+void active_messages::send_plain_async_other(finish_state& f, place_id to, plain_run_invoker inv,
                                              std::size_t args_bytes,
                                              transport::message_writer write_args,
                                              const void* args) {
-  const std::int64_t code = code_offset(reinterpret_cast<const void*>(inv));
-  if (args_bytes == 0) [[unlikely]] {
-    // No arguments: nothing to split a merged message by. Sent alone, as a plain async.
-    const finish_id id = m_finish.message_id_of(f);
-    return count_and_send(f, to, pack_head(m_kind_plain_async, id.home, id.serial, code));
-  }
   // The argument size is part of the head: only asyncs of the same finish, function and
   // argument size merge, and the receiver splits the message by it.
   const finish_id& id = m_finish.count_send(f, to);
   m_counters.activities_sent.add();
-  m_net->send_merged(to, plain_run_head(id, code, args_bytes), args_bytes, write_args, args);
+  m_net->send_merged(
+      to, plain_run_head(id, code_offset(reinterpret_cast<const void*>(inv)), args_bytes),
+      args_bytes, write_args, args);
 }
 
 namespace {
@@ -256,9 +252,12 @@ void active_messages::on_plain_async(place_id from, std::span<const std::byte> b
   byte_reader r(body);
   const auto [id, code] = read_checked_head(r, from, code_kind::plain_async);
   plain_arrivals& block = m_finish.gather_plain(id, from);
-  // The entry is the rest of the message as it came: code offset, then the arguments.
-  block.starts.push_back(static_cast<std::uint32_t>(block.bytes.size())); // < 2 GiB
-  block.bytes.append(body.data() + k_finish_id_bytes, body.size() - k_finish_id_bytes);
+  // A run of one, its arguments as they came.
+  const std::span<const std::byte> args = r.read_span(r.remaining());
+  const auto at = static_cast<std::uint32_t>(block.bytes.size()); // < 2 GiB
+  block.bytes.append(args.data(), args.size());
+  block.runs.push_back({code, at, 0, 1, static_cast<std::uint32_t>(args.size())});
+  ++block.asyncs;
 }
 
 void active_messages::on_plain_run(place_id from, std::span<const std::byte> body) {
@@ -274,26 +273,31 @@ void active_messages::on_plain_run(place_id from, std::span<const std::byte> bod
   const std::span<const std::byte> args = r.read_span(r.remaining());
   if (args_bytes == 0 || args.empty() || args.size() % args_bytes != 0) [[unlikely]]
     throw_bad_run(m_here, from, args.size(), args_bytes);
-  check_message(from, id, code, code_kind::plain_async);
-  // One entry per async, as on_plain_async makes them: code offset, then its arguments. A run
-  // may hold more than a block should (see k_max_plain_block_bytes): it is split.
-  const std::size_t entry_bytes = sizeof code + args_bytes;
+  check_message(from, id, code, code_kind::plain_run);
+  // The arguments are copied as one block, the run stays one entry. A run may hold more than
+  // a block should (see k_max_plain_block_bytes): it is split.
   const std::byte* in = args.data();
   for (std::size_t left = args.size() / args_bytes; left != 0;) {
     plain_arrivals& block = m_finish.gather_plain(id, from);
-    std::size_t at = block.bytes.size();
+    const std::size_t at = block.bytes.size();
     const std::size_t room =
-        at < k_max_plain_block_bytes ? (k_max_plain_block_bytes - at) / entry_bytes : 0;
+        at < k_max_plain_block_bytes ? (k_max_plain_block_bytes - at) / args_bytes : 0;
     const std::size_t n = std::min(left, std::max<std::size_t>(room, 1));
-    std::byte* out = block.bytes.extend(n * entry_bytes);
-    const std::size_t first = block.starts.size();
-    block.starts.resize(first + n);
-    std::uint32_t* starts = block.starts.data() + first;
-    for (std::size_t i = 0; i < n; ++i, at += entry_bytes, out += entry_bytes, in += args_bytes) {
-      starts[i] = static_cast<std::uint32_t>(at);
-      std::memcpy(out, &code, sizeof code);
-      std::memcpy(out + sizeof code, in, args_bytes);
+    block.bytes.append(in, n * args_bytes);
+    // The run before, if it is of the same function and ends here, grows instead (a stream
+    // of runs, one per network message).
+    plain_arrivals::run* last = block.runs.empty() ? nullptr : &block.runs.back();
+    if (last != nullptr && last->code == code && last->stride == args_bytes &&
+        last->at + last->size == at) {
+      last->count += static_cast<std::uint32_t>(n);
+      last->size += static_cast<std::uint32_t>(n * args_bytes);
+    } else {
+      block.runs.push_back({code, static_cast<std::uint32_t>(at), args_bytes,
+                            static_cast<std::uint32_t>(n),
+                            static_cast<std::uint32_t>(n * args_bytes)});
     }
+    block.asyncs += n;
+    in += n * args_bytes;
     left -= n;
   }
 }

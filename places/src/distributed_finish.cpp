@@ -206,7 +206,7 @@ plain_arrivals& distributed_finish::gather_plain(const finish_id& id, place_id f
   if (m_plain == nullptr) [[unlikely]] {
     m_plain = std::make_shared<plain_arrivals>();
     m_plain->bytes.reserve(m_plain_capacity.first);
-    m_plain->starts.reserve(m_plain_capacity.second);
+    m_plain->runs.reserve(m_plain_capacity.second);
   }
   return *m_plain;
 }
@@ -227,7 +227,7 @@ void distributed_finish::flush_arrivals() noexcept {
   if (m_plain != nullptr) {
     // The next block starts as big as this one: the next delivery is probably alike.
     m_plain_capacity = {std::max(m_plain_capacity.first, m_plain->bytes.size()),
-                        std::max(m_plain_capacity.second, m_plain->starts.size())};
+                        std::max(m_plain_capacity.second, m_plain->runs.size())};
     plain = make_plain_batches(std::move(m_plain), px.fs, m_sched.worker_count(), m_arrivals);
     m_plain = nullptr;
   }

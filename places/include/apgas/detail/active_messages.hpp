@@ -10,7 +10,8 @@
 //              in batches, a frame per batch (places/src/plain_batches.hpp)
 //   plain run  finish id, code offset, argument bytes n, zeros up to 32 bytes (a merge_head),
 //              then the arguments of one or more plain asyncs, n bytes each: bitwise arguments
-//              of a fixed size, so the transport merges a stream of them into one message
+//              of a fixed size, so the transport merges a stream of them into one message. The
+//              code is a plain_run_invoker, which runs a slice of the run in one call
 //   at         finish id, code offset, reply token, arguments -> the same, replying at its end
 //   rpc        code offset, reply token, arguments     -> an `at` of a plain function: runs in
 //              the handler where it arrives, and is no activity of any finish
@@ -55,6 +56,11 @@ using async_invoker = promise_base* (*)(byte_reader& args);
 /// @brief Runs an activity of a plain function (one that does not suspend) from its serialized
 /// arguments, on the frame of a batch of such activities (at the receiver).
 using plain_async_invoker = void (*)(byte_reader& args);
+/// @brief Runs `n` plain asyncs of one function (a slice of a plain run) from their bitwise
+/// arguments, `stride` bytes each from `args`, each an activity of `fs`: one that throws (or
+/// whose arguments are not `stride` bytes) fails alone, in `fs`, and the next ones still run.
+using plain_run_invoker = void (*)(const std::byte* args, std::size_t stride, std::size_t n,
+                                   finish_state& fs) noexcept;
 /// @brief Runs an aggregator's batch of updates from its serialized arguments, in the message
 /// handler (at the receiver). Throws what a failed update threw.
 using batch_invoker = void (*)(byte_reader& args);
@@ -111,17 +117,18 @@ public:
   std::vector<std::byte>& start_batch(finish_state& f, batch_invoker inv);
   /// @brief Counts (as record_send) and sends an activity message begun by start_async.
   void send_async(finish_state& f, place_id to, const std::vector<std::byte>& bytes);
-  /// @brief A plain async whose arguments are all bitwise, in one call: counts it and has
+  /// @brief A plain async whose arguments are all bitwise (and not none), in one call, `inv`
+  /// the run invoker of its function: counts it and has
   /// `write_args(at, args)` write its `args_bytes` bytes of arguments straight into the
   /// coalescing buffer. A stream of them to one place for one finish and function travels as
   /// one message (plain run). Nothing can throw between counting and sending. Inline always
   /// down to the transport: it is the send path of every fine-grained remote update.
   [[gnu::always_inline]] void send_plain_async_written(finish_state& f, place_id to,
-                                                       plain_async_invoker inv,
+                                                       plain_run_invoker inv,
                                                        std::size_t args_bytes,
                                                        transport::message_writer write_args,
                                                        const void* args) {
-    const finish_id* id = args_bytes != 0 ? count_linked_send(f, to) : nullptr;
+    const finish_id* id = count_linked_send(f, to);
     if (id == nullptr) [[unlikely]]
       return send_plain_async_other(f, to, inv, args_bytes, write_args, args);
     const std::int64_t code = code_offset(reinterpret_cast<const void*>(inv));
@@ -161,9 +168,9 @@ public:
   const active_message_counters& counters() const noexcept { return m_counters; }
 
 private:
-  /// send_plain_async_written's other cases, out of line: a function without arguments, or the
-  /// first remote activity of a home finish.
-  void send_plain_async_other(finish_state& f, place_id to, plain_async_invoker inv,
+  /// send_plain_async_written's other case, out of line: the first remote activity of a home
+  /// finish.
+  void send_plain_async_other(finish_state& f, place_id to, plain_run_invoker inv,
                               std::size_t args_bytes, transport::message_writer write_args,
                               const void* args);
   /// The head of a plain run: kind, finish id, code offset, argument size, then zeros.
