@@ -16,10 +16,6 @@
 
 namespace apgas::detail {
 
-namespace {
-std::atomic<active_messages*> g_current{nullptr}; // the runtime's module (see set_current)
-} // namespace
-
 active_messages::active_messages(message_dispatcher& dispatcher, distributed_finish& finish)
     : m_dispatcher(dispatcher), m_finish(finish), m_sched(dispatcher.sched()),
       m_net(&dispatcher.net()), m_here(dispatcher.here()), m_places(dispatcher.places()),
@@ -32,26 +28,25 @@ active_messages::active_messages(message_dispatcher& dispatcher, distributed_fin
       m_kind_rpc(dispatcher.add_handler<&active_messages::on_rpc>(*this, "rpc")),
       m_kind_batch(dispatcher.add_handler<&active_messages::on_batch>(*this, "batch")),
       m_kind_reply(dispatcher.add_handler<&active_messages::on_reply>(*this, "reply")),
-      m_counters(dispatcher.sched()) {
+      m_counters(dispatcher.sched()),
+      m_stages(dispatcher.sched(), std::chrono::microseconds(dispatcher.sched().opts().flush_us),
+               &active_messages::hand_on_staged, this) {
+  m_stages.set_enabled(dispatcher.sched().opts().coalesce);
   dispatcher.expects_messages_when<&active_messages::served_rpcs_lately>(*this);
+  dispatcher.before_each_poll<&active_messages::flush_staged_polled>(*this);
+  dispatcher.before_each_flush<&active_messages::flush_staged_all>(*this);
+  dispatcher.on_coalescing_switch<&active_messages::switch_staging>(*this);
 }
 
-active_messages& active_messages::current() {
-  // acquire: pairs with set_current's release, so the caller sees the module constructed.
-  active_messages* m = g_current.load(std::memory_order_acquire);
-  if (m == nullptr) [[unlikely]]
-    throw std::logic_error("apgas: no runtime: create an apgas::runtime before using places");
-  return *m;
+void active_messages::throw_no_runtime() {
+  throw std::logic_error("apgas: no runtime: create an apgas::runtime before using places");
 }
 
 void active_messages::set_current(active_messages* m) noexcept {
-  g_current.store(m, std::memory_order_release); // release: see current()
+  s_current.store(m, std::memory_order_release); // release: see current()
 }
 
-void active_messages::check_place(place_id p) const {
-  if (p >= m_places) [[unlikely]]
-    throw bad_place(p, m_places);
-}
+void active_messages::throw_bad_place(place_id p) const { throw bad_place(p, m_places); }
 
 // ---- sending ---------------------------------------------------------------------------------
 
@@ -101,6 +96,28 @@ void active_messages::send_plain_async_other(finish_state& f, place_id to, plain
   m_net->send_merged(
       to, plain_run_head(id, code_offset(reinterpret_cast<const void*>(inv)), args_bytes),
       args_bytes, write_args, args);
+}
+
+namespace {
+/// The body of a staged run handed on: its bytes, copied in place.
+struct staged_body {
+  const std::byte* bytes;
+  std::size_t size;
+};
+void write_staged(std::byte* at, const void* body) noexcept {
+  const auto& b = *static_cast<const staged_body*>(body);
+  std::memcpy(at, b.bytes, b.size);
+}
+} // namespace
+
+void active_messages::hand_on_staged(void* self, place_id to, const finish_id& id,
+                                     std::int64_t code, std::uint32_t args_bytes,
+                                     const std::byte* bytes, std::uint32_t count) {
+  auto& m = *static_cast<active_messages*>(self);
+  // Counted one logical message per async, as when each was appended alone.
+  m.m_counters.activities_sent.add(count);
+  const staged_body body{bytes, std::size_t{args_bytes} * count};
+  m.m_net->send_merged(to, m.plain_run_head(id, code, args_bytes), body.size, &write_staged, &body);
 }
 
 namespace {

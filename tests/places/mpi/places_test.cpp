@@ -497,6 +497,34 @@ TEST(places, plain_asyncs_that_arrive_together_still_spread_over_the_workers) {
   EXPECT_EQ(outcome, "both met");
 }
 
+std::atomic<int> g_flag{0};
+
+TEST(places, a_plain_async_staged_by_a_busy_worker_still_leaves) {
+  // A worker stages a plain async with an argument (to its own place: the path is the same)
+  // and then stays busy in the same activity until the async has run. Only another worker's
+  // poll can send it meanwhile (once it has waited --flush-us): the test hangs without that,
+  // and fails at its deadline instead.
+  if (g_rt->threads() < 2) GTEST_SKIP() << "needs 2 workers";
+  const std::string outcome = g_rt->run([]() -> task<std::string> {
+    g_flag = 0;
+    std::string outcome = "ran";
+    try {
+      co_await finish([]() -> task<> {
+        co_await async_at(
+            apgas::here(), [](int v) { g_flag = v; }, 1);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (g_flag.load() == 0)
+          if (std::chrono::steady_clock::now() > deadline)
+            throw std::runtime_error("the staged async never left");
+      });
+    } catch (const apgas::multiple_exceptions& e) {
+      outcome = e.what();
+    }
+    co_return outcome;
+  });
+  EXPECT_EQ(outcome, "ran");
+}
+
 /// One run: a finish of `k` small asyncs from place 0 to place 1; returns how many ran.
 long small_asyncs_to_place_1(long k) {
   return g_rt->run([k]() -> task<long> {
