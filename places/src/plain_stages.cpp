@@ -22,7 +22,7 @@ plain_stages::plain_stages(const scheduler& sched, std::chrono::microseconds flu
 
 void plain_stages::start_run_locked(stage& st, std::size_t i, place_id to, const finish_id& id,
                                     std::int64_t code, std::size_t args_bytes) noexcept {
-  if (st.slots[i].used != 0) hand_on_locked(st, i);
+  if (st.slots[i].id != nullptr) hand_on_locked(st, i);
   if (st.busy_slots++ == 0) {
     // relaxed: a hint for other threads' flushes (see m_busy_stages); the stage's contents
     // are read under its lock.
@@ -39,9 +39,10 @@ void plain_stages::start_run_locked(stage& st, std::size_t i, place_id to, const
 void plain_stages::hand_on_locked(stage& st, std::size_t i) noexcept {
   slot& s = st.slots[i];
   const std::uint32_t used = std::exchange(s.used, 0);
+  const finish_id& id = *std::exchange(s.id, nullptr);
   // The slot is free before the send: the send may poll, and a poll flushes (it finds the
   // stage locked by us and leaves it, see flush).
-  m_hand_on(m_context, s.to, *s.id, s.code, s.args_bytes, st.bytes[i], used / s.args_bytes);
+  m_hand_on(m_context, s.to, id, s.code, s.args_bytes, st.bytes[i], used / s.args_bytes);
   if (--st.busy_slots == 0) {
     st.since_ns.store(0, std::memory_order_relaxed); // relaxed: see start_run_locked
     m_busy_stages.fetch_sub(1, std::memory_order_relaxed);
@@ -50,7 +51,7 @@ void plain_stages::hand_on_locked(stage& st, std::size_t i) noexcept {
 
 void plain_stages::flush_stage_locked(stage& st) noexcept {
   for (std::size_t i = 0; i < k_slots; ++i)
-    if (st.slots[i].used != 0) hand_on_locked(st, i);
+    if (st.slots[i].id != nullptr) hand_on_locked(st, i);
 }
 
 void plain_stages::flush(bool all) noexcept {

@@ -75,7 +75,7 @@ public:
     const std::size_t i = to % k_slots;
     slot& s = st.slots[i];
     // The code names the function and its argument types, so the argument size comes with it.
-    if (s.used == 0 || s.to != to || s.id != &id || s.code != code) [[unlikely]]
+    if (s.id != &id || s.to != to || s.code != code) [[unlikely]] // a free slot's id is null
       start_run_locked(st, i, to, id, code, args_bytes);
     write_args(st.bytes[i] + s.used, args);
     s.used += static_cast<std::uint32_t>(args_bytes);
@@ -97,14 +97,15 @@ private:
   struct slot {
     place_id to = 0;
     std::uint32_t args_bytes = 0;
-    std::uint32_t used = 0;        ///< bytes staged (0: the slot is free)
-    const finish_id* id = nullptr; ///< its finish's link: alive while counted asyncs are staged
+    std::uint32_t used = 0; ///< bytes staged
+    /// Its finish's link, alive while counted asyncs are staged; null while the slot is free.
+    const finish_id* id = nullptr;
     std::int64_t code = 0;
   };
   /// One worker's. alignas(64): written by its own worker, so no false sharing between two.
   struct alignas(64) stage {
     spin_lock lock;               ///< guards everything below
-    std::uint32_t busy_slots = 0; ///< slots with used != 0
+    std::uint32_t busy_slots = 0; ///< slots in use (id != null)
     /// When the first of the staged asyncs was staged (steady clock, ns), 0 if none: other
     /// threads read it without the lock to find stages that have waited long enough.
     std::atomic<std::int64_t> since_ns{0};
@@ -115,7 +116,7 @@ private:
   /// Hands on what slot i holds, if anything, and starts run (to, id, code, args_bytes) in it.
   void start_run_locked(stage& st, std::size_t i, place_id to, const finish_id& id,
                         std::int64_t code, std::size_t args_bytes) noexcept;
-  /// Sends what slot i holds (used != 0) and frees it.
+  /// Sends what slot i holds (id != null) and frees it.
   void hand_on_locked(stage& st, std::size_t i) noexcept;
   void flush_stage_locked(stage& st) noexcept;
   void flush(bool all) noexcept;
