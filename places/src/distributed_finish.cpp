@@ -327,6 +327,9 @@ void distributed_finish::take_and_send_report(proxy& px,
       return apply_report(rep, errors);
     }
     m_counters.reports_sent.fetch_add(1, std::memory_order_relaxed); // a statistic
+    // The asyncs this report counts as sent leave before it (workers stage them): a place asked
+    // for its reports that got them after would report twice.
+    m_dispatcher.flush_held_back();
     // Up the finish's tree: at many places the reports reach the home in batches.
     m_tree.send_up(rep.id.home, m_kind_report, encode_report(rep, errors));
   } catch (const std::exception& e) {
@@ -393,6 +396,9 @@ void distributed_finish::apply_report(const finish_report& rep,
 
 void distributed_finish::on_home_quiet(finish_state& f) noexcept {
   home_link& link = *home_link_of(f);
+  // The finish's asyncs that workers still stage leave before the asks: a place asked before
+  // they arrive reports twice.
+  m_dispatcher.flush_held_back();
   try {
     send_asks(link.id, link.tally.on_home_quiet());
   } catch (const std::exception& e) {

@@ -162,6 +162,12 @@ public:
   /// @brief An expected message arrived (or is no longer expected).
   void expected_message_arrived() noexcept { m_awaited.sub(); }
 
+  /// @brief Runs the before_each_flush hooks only: what modules hold back leaves with the
+  /// transport's buffers (before a control message that should not overtake it).
+  void flush_held_back() noexcept {
+    for (const hook& h : m_before_flush) h.fn(h.module);
+  }
+
   // ---- network (called by idle workers) ----
   bool poll() noexcept override;
   void flush() noexcept override;
