@@ -44,8 +44,9 @@ public:
 
   /// @brief Argument bytes a slot holds: a run leaves in pieces of up to this size.
   static constexpr std::size_t k_slot_bytes = 1024;
-  /// @brief Destinations staged at once per worker (slot = destination mod this).
-  static constexpr std::size_t k_slots = 8;
+  /// @brief Destinations staged at once per worker (slot = destination mod this): 32 KiB per
+  /// worker, and runs to up to 32 places never evict one another.
+  static constexpr std::size_t k_slots = 32;
 
   plain_stages(const scheduler& sched, std::chrono::microseconds flush_after, hand_on_fn hand_on,
                void* context);
