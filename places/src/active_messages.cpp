@@ -16,10 +16,6 @@
 
 namespace apgas::detail {
 
-namespace {
-std::atomic<active_messages*> g_current{nullptr}; // the runtime's module (see set_current)
-} // namespace
-
 active_messages::active_messages(message_dispatcher& dispatcher, distributed_finish& finish)
     : m_dispatcher(dispatcher), m_finish(finish), m_sched(dispatcher.sched()),
       m_net(&dispatcher.net()), m_here(dispatcher.here()), m_places(dispatcher.places()),
@@ -32,26 +28,25 @@ active_messages::active_messages(message_dispatcher& dispatcher, distributed_fin
       m_kind_rpc(dispatcher.add_handler<&active_messages::on_rpc>(*this, "rpc")),
       m_kind_batch(dispatcher.add_handler<&active_messages::on_batch>(*this, "batch")),
       m_kind_reply(dispatcher.add_handler<&active_messages::on_reply>(*this, "reply")),
-      m_counters(dispatcher.sched()) {
+      m_counters(dispatcher.sched()),
+      m_stages(dispatcher.sched(), std::chrono::microseconds(dispatcher.sched().opts().flush_us),
+               &active_messages::hand_on_staged, this) {
+  m_stages.set_enabled(dispatcher.sched().opts().coalesce);
   dispatcher.expects_messages_when<&active_messages::served_rpcs_lately>(*this);
+  dispatcher.before_each_poll<&active_messages::flush_staged_polled>(*this);
+  dispatcher.before_each_flush<&active_messages::flush_staged_all>(*this);
+  dispatcher.on_coalescing_switch<&active_messages::switch_staging>(*this);
 }
 
-active_messages& active_messages::current() {
-  // acquire: pairs with set_current's release, so the caller sees the module constructed.
-  active_messages* m = g_current.load(std::memory_order_acquire);
-  if (m == nullptr) [[unlikely]]
-    throw std::logic_error("apgas: no runtime: create an apgas::runtime before using places");
-  return *m;
+void active_messages::throw_no_runtime() {
+  throw std::logic_error("apgas: no runtime: create an apgas::runtime before using places");
 }
 
 void active_messages::set_current(active_messages* m) noexcept {
-  g_current.store(m, std::memory_order_release); // release: see current()
+  s_current.store(m, std::memory_order_release); // release: see current()
 }
 
-void active_messages::check_place(place_id p) const {
-  if (p >= m_places) [[unlikely]]
-    throw bad_place(p, m_places);
-}
+void active_messages::throw_bad_place(place_id p) const { throw bad_place(p, m_places); }
 
 // ---- sending ---------------------------------------------------------------------------------
 
@@ -90,21 +85,39 @@ void active_messages::send_async(finish_state& f, place_id to,
   count_and_send(f, to, std::span<const std::byte>(bytes).subspan(k_frame_header));
 }
 
-void active_messages::send_plain_async_other(finish_state& f, place_id to, plain_async_invoker inv,
+void active_messages::send_plain_async_other(finish_state& f, place_id to, plain_run_invoker inv,
                                              std::size_t args_bytes,
                                              transport::message_writer write_args,
                                              const void* args) {
-  const std::int64_t code = code_offset(reinterpret_cast<const void*>(inv));
-  if (args_bytes == 0) [[unlikely]] {
-    // No arguments: nothing to split a merged message by. Sent alone, as a plain async.
-    const finish_id id = m_finish.message_id_of(f);
-    return count_and_send(f, to, pack_head(m_kind_plain_async, id.home, id.serial, code));
-  }
   // The argument size is part of the head: only asyncs of the same finish, function and
   // argument size merge, and the receiver splits the message by it.
   const finish_id& id = m_finish.count_send(f, to);
   m_counters.activities_sent.add();
-  m_net->send_merged(to, plain_run_head(id, code, args_bytes), args_bytes, write_args, args);
+  m_net->send_merged(
+      to, plain_run_head(id, code_offset(reinterpret_cast<const void*>(inv)), args_bytes),
+      args_bytes, write_args, args);
+}
+
+namespace {
+/// The body of a staged run handed on: its bytes, copied in place.
+struct staged_body {
+  const std::byte* bytes;
+  std::size_t size;
+};
+void write_staged(std::byte* at, const void* body) noexcept {
+  const auto& b = *static_cast<const staged_body*>(body);
+  std::memcpy(at, b.bytes, b.size);
+}
+} // namespace
+
+void active_messages::hand_on_staged(void* self, place_id to, const finish_id& id,
+                                     std::int64_t code, std::uint32_t args_bytes,
+                                     const std::byte* bytes, std::uint32_t count) {
+  auto& m = *static_cast<active_messages*>(self);
+  // Counted one logical message per async, as when each was appended alone.
+  m.m_counters.activities_sent.add(count);
+  const staged_body body{bytes, std::size_t{args_bytes} * count};
+  m.m_net->send_merged(to, m.plain_run_head(id, code, args_bytes), body.size, &write_staged, &body);
 }
 
 namespace {
@@ -261,9 +274,12 @@ void active_messages::on_plain_async(place_id from, std::span<const std::byte> b
   byte_reader r(body);
   const auto [id, code] = read_checked_head(r, from, code_kind::plain_async);
   plain_arrivals& block = m_finish.gather_plain(id, from);
-  // The entry is the rest of the message as it came: code offset, then the arguments.
-  block.starts.push_back(static_cast<std::uint32_t>(block.bytes.size())); // < 2 GiB
-  block.bytes.append(body.data() + k_finish_id_bytes, body.size() - k_finish_id_bytes);
+  // A run of one, its arguments as they came.
+  const std::span<const std::byte> args = r.read_span(r.remaining());
+  const auto at = static_cast<std::uint32_t>(block.bytes.size()); // < 2 GiB
+  block.bytes.append(args.data(), args.size());
+  block.runs.push_back({code, at, 0, 1, static_cast<std::uint32_t>(args.size())});
+  ++block.asyncs;
 }
 
 void active_messages::on_plain_run(place_id from, std::span<const std::byte> body) {
@@ -279,26 +295,31 @@ void active_messages::on_plain_run(place_id from, std::span<const std::byte> bod
   const std::span<const std::byte> args = r.read_span(r.remaining());
   if (args_bytes == 0 || args.empty() || args.size() % args_bytes != 0) [[unlikely]]
     throw_bad_run(m_here, from, args.size(), args_bytes);
-  check_message(from, id, code, code_kind::plain_async);
-  // One entry per async, as on_plain_async makes them: code offset, then its arguments. A run
-  // may hold more than a block should (see k_max_plain_block_bytes): it is split.
-  const std::size_t entry_bytes = sizeof code + args_bytes;
+  check_message(from, id, code, code_kind::plain_run);
+  // The arguments are copied as one block, the run stays one entry. A run may hold more than
+  // a block should (see k_max_plain_block_bytes): it is split.
   const std::byte* in = args.data();
   for (std::size_t left = args.size() / args_bytes; left != 0;) {
     plain_arrivals& block = m_finish.gather_plain(id, from);
-    std::size_t at = block.bytes.size();
+    const std::size_t at = block.bytes.size();
     const std::size_t room =
-        at < k_max_plain_block_bytes ? (k_max_plain_block_bytes - at) / entry_bytes : 0;
+        at < k_max_plain_block_bytes ? (k_max_plain_block_bytes - at) / args_bytes : 0;
     const std::size_t n = std::min(left, std::max<std::size_t>(room, 1));
-    std::byte* out = block.bytes.extend(n * entry_bytes);
-    const std::size_t first = block.starts.size();
-    block.starts.resize(first + n);
-    std::uint32_t* starts = block.starts.data() + first;
-    for (std::size_t i = 0; i < n; ++i, at += entry_bytes, out += entry_bytes, in += args_bytes) {
-      starts[i] = static_cast<std::uint32_t>(at);
-      std::memcpy(out, &code, sizeof code);
-      std::memcpy(out + sizeof code, in, args_bytes);
+    block.bytes.append(in, n * args_bytes);
+    // The run before, if it is of the same function and ends here, grows instead (a stream
+    // of runs, one per network message).
+    plain_arrivals::run* last = block.runs.empty() ? nullptr : &block.runs.back();
+    if (last != nullptr && last->code == code && last->stride == args_bytes &&
+        last->at + last->size == at) {
+      last->count += static_cast<std::uint32_t>(n);
+      last->size += static_cast<std::uint32_t>(n * args_bytes);
+    } else {
+      block.runs.push_back({code, static_cast<std::uint32_t>(at), args_bytes,
+                            static_cast<std::uint32_t>(n),
+                            static_cast<std::uint32_t>(n * args_bytes)});
     }
+    block.asyncs += n;
+    in += n * args_bytes;
     left -= n;
   }
 }

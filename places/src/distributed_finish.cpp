@@ -206,7 +206,7 @@ plain_arrivals& distributed_finish::gather_plain(const finish_id& id, place_id f
   if (m_plain == nullptr) [[unlikely]] {
     m_plain = std::make_shared<plain_arrivals>();
     m_plain->bytes.reserve(m_plain_capacity.first);
-    m_plain->starts.reserve(m_plain_capacity.second);
+    m_plain->runs.reserve(m_plain_capacity.second);
   }
   return *m_plain;
 }
@@ -227,7 +227,7 @@ void distributed_finish::flush_arrivals() noexcept {
   if (m_plain != nullptr) {
     // The next block starts as big as this one: the next delivery is probably alike.
     m_plain_capacity = {std::max(m_plain_capacity.first, m_plain->bytes.size()),
-                        std::max(m_plain_capacity.second, m_plain->starts.size())};
+                        std::max(m_plain_capacity.second, m_plain->runs.size())};
     plain = make_plain_batches(std::move(m_plain), px.fs, m_sched.worker_count(), m_arrivals);
     m_plain = nullptr;
   }
@@ -327,6 +327,9 @@ void distributed_finish::take_and_send_report(proxy& px,
       return apply_report(rep, errors);
     }
     m_counters.reports_sent.fetch_add(1, std::memory_order_relaxed); // a statistic
+    // The asyncs this report counts as sent leave before it (workers stage them): a place asked
+    // for its reports that got them after would report twice.
+    m_dispatcher.flush_held_back();
     // Up the finish's tree: at many places the reports reach the home in batches.
     m_tree.send_up(rep.id.home, m_kind_report, encode_report(rep, errors));
   } catch (const std::exception& e) {
@@ -393,6 +396,9 @@ void distributed_finish::apply_report(const finish_report& rep,
 
 void distributed_finish::on_home_quiet(finish_state& f) noexcept {
   home_link& link = *home_link_of(f);
+  // The finish's asyncs that workers still stage leave before the asks: a place asked before
+  // they arrive reports twice.
+  m_dispatcher.flush_held_back();
   try {
     send_asks(link.id, link.tally.on_home_quiet());
   } catch (const std::exception& e) {

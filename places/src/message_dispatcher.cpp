@@ -156,6 +156,7 @@ bool message_dispatcher::poll() noexcept {
 
 void message_dispatcher::flush() noexcept {
   try {
+    for (const hook& h : m_before_flush) h.fn(h.module);
     m_net->flush();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "apgas: place %u: flush failed: %s\n", m_here, e.what());

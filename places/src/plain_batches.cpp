@@ -19,20 +19,23 @@ namespace {
 /// batch of costly ones stays short next to a whole network message.
 constexpr std::size_t k_max_plain_batch = 64;
 
-/// The activity that runs entries [first, last) of `arrived`, one after the other, each an
-/// activity of `fs` of its own.
-task<> run_plain_batch(std::shared_ptr<const plain_arrivals> arrived, std::size_t first,
-                       std::size_t last, finish_state* fs) {
+/// The activity that runs `n` asyncs of `arrived` from async `entry` of run `run` on, one after
+/// the other, each an activity of `fs` of its own.
+task<> run_plain_batch(std::shared_ptr<const plain_arrivals> arrived, std::size_t run,
+                       std::size_t entry, std::size_t n, finish_state* fs) {
   const std::byte* bytes = arrived->bytes.data();
-  const std::vector<std::uint32_t>& starts = arrived->starts;
-  for (std::size_t i = first; i < last; ++i) {
-    const std::size_t begin = starts[i];
-    const std::size_t end = i + 1 < starts.size() ? starts[i + 1] : arrived->bytes.size();
-    std::int64_t offset;
-    std::memcpy(&offset, bytes + begin, sizeof offset);
-    byte_reader args(std::span(bytes + begin + sizeof offset, end - begin - sizeof offset));
+  for (; n != 0; ++run, entry = 0) {
+    const plain_arrivals::run& r = arrived->runs[run];
+    const std::size_t k = std::min<std::size_t>(n, r.count - entry);
+    n -= k;
+    void* const code = const_cast<void*>(code_at(r.code));
+    if (r.stride != 0) {
+      reinterpret_cast<plain_run_invoker>(code)(bytes + r.at + entry * r.stride, r.stride, k, *fs);
+      continue;
+    }
+    byte_reader args(std::span(bytes + r.at, r.size));
     try {
-      reinterpret_cast<plain_async_invoker>(const_cast<void*>(code_at(offset)))(args);
+      reinterpret_cast<plain_async_invoker>(code)(args);
     } catch (...) { // the function threw, or its arguments did not deserialize
       fs->add_exception(std::current_exception());
     }
@@ -44,19 +47,33 @@ task<> run_plain_batch(std::shared_ptr<const plain_arrivals> arrived, std::size_
 
 std::size_t make_plain_batches(std::shared_ptr<const plain_arrivals> arrived, finish_state& fs,
                                unsigned workers, std::vector<promise_base*>& out) {
-  const std::size_t n = arrived->starts.size();
+  const std::size_t n = arrived->asyncs;
   // Every worker of the place should get several batches of a delivery (several: the asyncs
   // may differ in cost); one worker gets the biggest batches.
   const std::size_t per_batch =
       workers <= 1 ? k_max_plain_batch
                    : std::clamp<std::size_t>(n / (4 * std::size_t{workers}), 1, k_max_plain_batch);
-  for (std::size_t first = 0; first < n; first += per_batch) {
-    const std::size_t last = std::min(first + per_batch, n);
-    promise_base* p = &run_plain_batch(arrived, first, last, &fs).release().promise();
+  std::size_t run = 0;
+  std::size_t entry = 0; // in runs[run]
+  for (std::size_t left = n; left != 0;) {
+    const std::size_t k = std::min(per_batch, left);
+    promise_base* p = &run_plain_batch(arrived, run, entry, k, &fs).release().promise();
     p->m_finish = &fs;
     p->m_role = promise_base::role::strand;
     p->m_parent = nullptr;
     out.push_back(p);
+    left -= k;
+    // Where the next batch starts: k asyncs on.
+    for (std::size_t skip = k; skip != 0 && run < arrived->runs.size();) {
+      const std::size_t in_run = arrived->runs[run].count - entry;
+      if (skip < in_run) {
+        entry += skip;
+        break;
+      }
+      skip -= in_run;
+      ++run;
+      entry = 0;
+    }
   }
   return n;
 }

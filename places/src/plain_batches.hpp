@@ -16,17 +16,29 @@
 namespace apgas::detail {
 
 /// @brief Plain asyncs of one finish delivered in a row, shared by the batches that run them.
+/// They are kept as runs: a merged run (see active_messages.hpp) stays one entry, its
+/// arguments copied as one block, so that a batch runs a slice of it in one call.
 struct plain_arrivals {
-  byte_buffer bytes;                 ///< entries, each a code offset then the arguments
-  std::vector<std::uint32_t> starts; ///< where each entry starts in `bytes`
+  /// Asyncs of one function: `count` of them with `stride` bytes of bitwise arguments each, at
+  /// `at` in `bytes` (code: a plain_run_invoker); or, with stride 0, one async whose serialized
+  /// arguments are `size` bytes at `at` (code: a plain_async_invoker).
+  struct run {
+    std::int64_t code;
+    std::uint32_t at; ///< < 2 GiB (see k_max_plain_block_bytes)
+    std::uint32_t stride;
+    std::uint32_t count;
+    std::uint32_t size;
+  };
+  byte_buffer bytes;      ///< the arguments
+  std::vector<run> runs;  ///< in order of arrival
+  std::size_t asyncs = 0; ///< the sum of the runs' counts
 };
-
-/// @brief Bytes of entries a block holds at most before it is made runnable, even in the middle
+/// @brief Bytes of arguments a block holds at most before it is made runnable, even in the middle
 /// of a delivery: a merged message may hold a whole buffer of asyncs and one poll delivers many
-/// messages (entry offsets are 32-bit, and the next block reserves what the largest one held).
+/// messages (offsets are 32-bit, and the next block reserves what the largest one held).
 inline constexpr std::size_t k_max_plain_block_bytes = std::size_t{1} << 20;
 
-/// @brief Makes the frames that run every entry of `arrived` as strands of `fs`, appended to
+/// @brief Makes the frames that run every async of `arrived` as strands of `fs`, appended to
 /// `out`: batches of at most 64 asyncs, smaller when `workers` can share them.
 /// @return the number of plain asyncs in `arrived`.
 std::size_t make_plain_batches(std::shared_ptr<const plain_arrivals> arrived, finish_state& fs,

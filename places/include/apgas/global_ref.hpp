@@ -37,7 +37,8 @@ public:
   /// @brief The object. @throws bad_place (naming home() and here) unless called at home();
   /// std::invalid_argument for a null reference (made by the default constructor).
   T& operator*() const {
-    if (m_address == 0 || apgas::here() != m_home) [[unlikely]]
+    // here() inline (the runtime's module): this runs once per remote update.
+    if (m_address == 0 || detail::active_messages::current().here() != m_home) [[unlikely]]
       detail::throw_global_ref_misuse(m_home, m_address == 0);
     return *reinterpret_cast<T*>(m_address);
   }

@@ -377,6 +377,69 @@ TEST(places, plain_remote_asyncs_that_arrive_together_fail_one_by_one) {
   EXPECT_EQ(total, places * k_per_place * 9 / 10);
 }
 
+/// Times each update of a_stream_of_plain_asyncs_runs_each_exactly_once_around_failures ran at
+/// this place, by index.
+constexpr std::uint32_t k_stream_updates = 20000;
+std::atomic<std::uint32_t> g_seen[k_stream_updates];
+
+TEST(places, a_stream_of_plain_asyncs_runs_each_exactly_once_around_failures) {
+  // Place 0 sends every place a stream of plain asyncs with bitwise arguments (they travel
+  // merged, and arrive as runs run in slices), two functions interleaved in stretches so that
+  // runs of each alternate, every 997th failing. Each of the others must run exactly once, and
+  // the finish must gather exactly one exception per failure.
+  for (auto& s : g_seen) s.store(0);
+  const auto [failures, wrong] = g_rt->run([]() -> task<std::pair<std::size_t, std::uint32_t>> {
+    std::size_t failures = 0;
+    try {
+      co_await finish([]() -> task<> {
+        for (std::uint32_t i = 0; i < k_stream_updates; ++i)
+          for (place_id p = 0; p < apgas::places(); ++p) {
+            if ((i / 100) % 2 == 0)
+              co_await async_at(
+                  p,
+                  [](std::uint32_t k) {
+                    if (k % 997 == 0) throw std::runtime_error("every 997th fails");
+                    g_seen[k].fetch_add(1);
+                  },
+                  i);
+            else
+              co_await async_at(
+                  p,
+                  [](std::uint32_t k, std::uint64_t twice) {
+                    if (twice != 2 * std::uint64_t{k}) throw std::logic_error("argument mixed up");
+                    if (k % 997 == 0) throw std::runtime_error("every 997th fails");
+                    g_seen[k].fetch_add(1);
+                  },
+                  i, 2 * std::uint64_t{i});
+          }
+      });
+    } catch (const apgas::multiple_exceptions& e) {
+      failures = e.exceptions().size();
+      for (const auto& x : e.exceptions()) {
+        try {
+          std::rethrow_exception(x);
+        } catch (const std::runtime_error&) {
+        } catch (...) {
+          failures += 1000000; // not one of ours: counted apart
+        }
+      }
+    }
+    std::uint32_t wrong = 0; // indices not run exactly once, over all places
+    for (place_id p = 0; p < apgas::places(); ++p)
+      wrong += co_await at(p, [] {
+        std::uint32_t bad = 0;
+        for (std::uint32_t k = 0; k < k_stream_updates; ++k)
+          bad += g_seen[k].load() != (k % 997 == 0 ? 0U : 1U);
+        return bad;
+      });
+    co_return std::pair(failures, wrong);
+  });
+  const std::size_t places = g_rt->places();
+  const std::size_t failing = (k_stream_updates + 996) / 997; // k = 0, 997, ...
+  EXPECT_EQ(failures, places * failing);
+  EXPECT_EQ(wrong, 0u);
+}
+
 TEST(places, an_argument_that_cannot_be_read_at_the_destination_fails_that_activity_only) {
   // Plain functions (read when their batch runs) and coroutines (read when they arrive) alike.
   const auto [failures, total] = g_rt->run([]() -> task<std::pair<std::size_t, long>> {
@@ -432,6 +495,34 @@ TEST(places, plain_asyncs_that_arrive_together_still_spread_over_the_workers) {
     co_return outcome;
   });
   EXPECT_EQ(outcome, "both met");
+}
+
+std::atomic<int> g_flag{0};
+
+TEST(places, a_plain_async_staged_by_a_busy_worker_still_leaves) {
+  // A worker stages a plain async with an argument (to its own place: the path is the same)
+  // and then stays busy in the same activity until the async has run. Only another worker's
+  // poll can send it meanwhile (once it has waited --flush-us): the test hangs without that,
+  // and fails at its deadline instead.
+  if (g_rt->threads() < 2) GTEST_SKIP() << "needs 2 workers";
+  const std::string outcome = g_rt->run([]() -> task<std::string> {
+    g_flag = 0;
+    std::string outcome = "ran";
+    try {
+      co_await finish([]() -> task<> {
+        co_await async_at(
+            apgas::here(), [](int v) { g_flag = v; }, 1);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (g_flag.load() == 0)
+          if (std::chrono::steady_clock::now() > deadline)
+            throw std::runtime_error("the staged async never left");
+      });
+    } catch (const apgas::multiple_exceptions& e) {
+      outcome = e.what();
+    }
+    co_return outcome;
+  });
+  EXPECT_EQ(outcome, "ran");
 }
 
 /// One run: a finish of `k` small asyncs from place 0 to place 1; returns how many ran.

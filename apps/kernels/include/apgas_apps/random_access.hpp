@@ -236,12 +236,18 @@ inline apgas::task<> ra_generate(ra_refs refs, ra_layout l, std::uint64_t first,
   ra_block& mine = *refs[me];
   const std::uint64_t mask = l.mask();
   std::uint64_t ran = hpcc_starts(static_cast<std::int64_t>(first));
+  std::uint64_t kept = 0; // counted once at the end, as ra_generate_into does
   for (std::uint64_t i = 0; i < count; ++i) {
     ran = hpcc_next(ran);
     const apgas::place_id owner = l.owner(ran & mask);
-    if (owner == me) mine.apply(ran);
-    else co_await apgas::async_at(owner, ra_update{}, refs[owner], ran); // never suspends
+    if (owner == me) {
+      mine.xor_word(ran);
+      ++kept;
+    } else {
+      co_await apgas::async_at(owner, ra_update{}, refs[owner], ran); // never suspends
+    }
   }
+  mine.count_applied(kept);
 }
 
 using ra_aggregator = apgas::aggregator<ra_xor, ra_block, std::uint64_t>;

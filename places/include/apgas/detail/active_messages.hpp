@@ -10,7 +10,9 @@
 //              in batches, a frame per batch (places/src/plain_batches.hpp)
 //   plain run  finish id, code offset, argument bytes n, zeros up to 32 bytes (a merge_head),
 //              then the arguments of one or more plain asyncs, n bytes each: bitwise arguments
-//              of a fixed size, so the transport merges a stream of them into one message
+//              of a fixed size, so the transport merges a stream of them into one message (a
+//              worker stages them first, plain_stages.hpp). The code is a plain_run_invoker,
+//              which runs a slice of the run in one call
 //   at         finish id, code offset, reply token, arguments -> the same, replying at its end
 //   rpc        code offset, reply token, arguments     -> an `at` of a plain function: runs in
 //              the handler where it arrives, and is no activity of any finish
@@ -26,6 +28,7 @@
 #include "apgas/detail/finish_links.hpp"
 #include "apgas/detail/message_format.hpp"
 #include "apgas/detail/place_tree.hpp"
+#include "apgas/detail/plain_stages.hpp"
 #include "apgas/detail/protocol_module.hpp"
 #include "apgas/detail/reply_table.hpp"
 #include "apgas/detail/scheduler.hpp"
@@ -55,6 +58,11 @@ using async_invoker = promise_base* (*)(byte_reader& args);
 /// @brief Runs an activity of a plain function (one that does not suspend) from its serialized
 /// arguments, on the frame of a batch of such activities (at the receiver).
 using plain_async_invoker = void (*)(byte_reader& args);
+/// @brief Runs `n` plain asyncs of one function (a slice of a plain run) from their bitwise
+/// arguments, `stride` bytes each from `args`, each an activity of `fs`: one that throws (or
+/// whose arguments are not `stride` bytes) fails alone, in `fs`, and the next ones still run.
+using plain_run_invoker = void (*)(const std::byte* args, std::size_t stride, std::size_t n,
+                                   finish_state& fs) noexcept;
 /// @brief Runs an aggregator's batch of updates from its serialized arguments, in the message
 /// handler (at the receiver). Throws what a failed update threw.
 using batch_invoker = void (*)(byte_reader& args);
@@ -88,14 +96,23 @@ public:
   active_messages(message_dispatcher& dispatcher, distributed_finish& finish);
 
   /// @brief The module of this process's runtime. pre: a runtime exists.
-  static active_messages& current();
+  static active_messages& current() {
+    // acquire: pairs with set_current's release, so the caller sees the module constructed.
+    active_messages* m = s_current.load(std::memory_order_acquire);
+    if (m == nullptr) [[unlikely]]
+      throw_no_runtime();
+    return *m;
+  }
   /// @brief Makes `m` the runtime's module (null: none). Called by the runtime only.
   static void set_current(active_messages* m) noexcept;
 
   place_id here() const noexcept { return m_here; }
   place_id places() const noexcept { return m_places; }
   /// @brief Throws apgas::bad_place unless p names a place.
-  void check_place(place_id p) const;
+  void check_place(place_id p) const {
+    if (p >= m_places) [[unlikely]]
+      throw_bad_place(p);
+  }
   /// @brief The tree of this run's places rooted at `root` (collectives spread along it).
   place_tree tree(place_id root) const noexcept { return place_tree(root, m_places, m_arity); }
 
@@ -111,20 +128,24 @@ public:
   std::vector<std::byte>& start_batch(finish_state& f, batch_invoker inv);
   /// @brief Counts (as record_send) and sends an activity message begun by start_async.
   void send_async(finish_state& f, place_id to, const std::vector<std::byte>& bytes);
-  /// @brief A plain async whose arguments are all bitwise, in one call: counts it and has
+  /// @brief A plain async whose arguments are all bitwise (and not none), in one call, `inv`
+  /// the run invoker of its function: counts it and has
   /// `write_args(at, args)` write its `args_bytes` bytes of arguments straight into the
   /// coalescing buffer. A stream of them to one place for one finish and function travels as
   /// one message (plain run). Nothing can throw between counting and sending. Inline always
   /// down to the transport: it is the send path of every fine-grained remote update.
   [[gnu::always_inline]] void send_plain_async_written(finish_state& f, place_id to,
-                                                       plain_async_invoker inv,
+                                                       plain_run_invoker inv,
                                                        std::size_t args_bytes,
                                                        transport::message_writer write_args,
                                                        const void* args) {
-    const finish_id* id = args_bytes != 0 ? count_linked_send(f, to) : nullptr;
+    const finish_id* id = count_linked_send(f, to);
     if (id == nullptr) [[unlikely]]
       return send_plain_async_other(f, to, inv, args_bytes, write_args, args);
     const std::int64_t code = code_offset(reinterpret_cast<const void*>(inv));
+    // A worker's stage first (plain_stages.hpp): one append to the coalescer per slot.
+    if (m_stages.append(to, *id, code, args_bytes, write_args, args)) [[likely]]
+      return;
     m_counters.activities_sent.add();
     m_net->send_merged(to, plain_run_head(*id, code, args_bytes), args_bytes, write_args, args);
   }
@@ -163,9 +184,14 @@ public:
   const active_message_counters& counters() const noexcept { return m_counters; }
 
 private:
-  /// send_plain_async_written's other cases, out of line: a function without arguments, or the
-  /// first remote activity of a home finish.
-  void send_plain_async_other(finish_state& f, place_id to, plain_async_invoker inv,
+  /// Inline on the path of every remote call (current(), check_place), their throws are not.
+  [[noreturn, gnu::cold]] static void throw_no_runtime();
+  [[noreturn, gnu::cold]] void throw_bad_place(place_id p) const;
+  static inline std::atomic<active_messages*> s_current{nullptr}; ///< see set_current
+
+  /// send_plain_async_written's other case, out of line: the first remote activity of a home
+  /// finish.
+  void send_plain_async_other(finish_state& f, place_id to, plain_run_invoker inv,
                               std::size_t args_bytes, transport::message_writer write_args,
                               const void* args);
   /// The head of a plain run: kind, finish id, code offset, argument size, then zeros.
@@ -195,6 +221,15 @@ private:
                                                        code_kind kind) const;
   /// Throws unless `id` can be a finish's and `code` is a registered entry point of `kind`.
   void check_message(place_id from, const finish_id& id, std::int64_t code, code_kind kind) const;
+  /// plain_stages::hand_on_fn: a staged run goes on to the coalescer, one merged append.
+  static void hand_on_staged(void* self, place_id to, const finish_id& id, std::int64_t code,
+                             std::uint32_t args_bytes, const std::byte* bytes, std::uint32_t count);
+  void flush_staged_polled() noexcept { m_stages.flush_polled(); }
+  void flush_staged_all() noexcept { m_stages.flush_all(); }
+  void switch_staging(bool on) noexcept {
+    if (!on) m_stages.flush_all(); // what was staged leaves now, as later asyncs will
+    m_stages.set_enabled(on);
+  }
   /// True if this place ran an rpc lately (out of line: reads the clock; idle workers ask).
   bool served_rpcs_lately() const noexcept;
 
@@ -213,6 +248,7 @@ private:
   message_kind m_kind_batch;
   message_kind m_kind_reply;
   active_message_counters m_counters;
+  plain_stages m_stages; ///< plain runs staged by this place's workers
   reply_table m_replies; ///< requests waiting for their replies, by token
   /// The finish of rpc bodies that arrive while the handler runs inside a strand and so run as
   /// activities (see on_rpc): never waited for, its count never falls to zero (the one it

@@ -1,9 +1,8 @@
 // The functions a message may name by code offset (message_format.hpp): every remote entry
-// point (the invoker of an async_at, an at, a plain async, an rpc, an aggregator's batch; a clock
-// reduction's combine)
-// registers itself before main, and a received offset is checked against the registry before
-// anything jumps to it. A damaged or hostile message then fails with an error instead of
-// running whatever code its bytes point to.
+// point (the invoker of an async_at, an at, a plain async or a plain run, an rpc, an aggregator's
+// batch; a clock reduction's combine) registers itself before main, and a received offset is
+// checked against the registry before anything jumps to it. A damaged or hostile message then fails
+// with an error instead of running whatever code its bytes point to.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +11,7 @@ namespace apgas::detail {
 
 /// @brief What a registered function is, so that an offset of one kind is not taken for
 /// another (they take different arguments).
-enum class code_kind : std::uint8_t { async, plain_async, at, rpc, combine, batch };
+enum class code_kind : std::uint8_t { async, plain_async, plain_run, at, rpc, combine, batch };
 
 /// @brief Registers `fn` as an entry point of kind `kind`. Called from static initialisers.
 /// @return true (for the initialiser's variable).

@@ -88,6 +88,18 @@ public:
   void before_each_poll(M& module) {
     m_before_poll.push_back({[](void* m) noexcept { (static_cast<M*>(m)->*Method)(); }, &module});
   }
+  /// @brief `M::Method()` (noexcept) runs before every flush of the network (what a module
+  /// holds back for coalescing of its own leaves with the transport's buffers).
+  template <auto Method, class M>
+  void before_each_flush(M& module) {
+    m_before_flush.push_back({[](void* m) noexcept { (static_cast<M*>(m)->*Method)(); }, &module});
+  }
+  /// @brief `M::Method(bool on)` (noexcept) is told of every set_coalescing(on).
+  template <auto Method, class M>
+  void on_coalescing_switch(M& module) {
+    m_coalescing_switches.push_back(
+        {[](void* m, bool on) noexcept { (static_cast<M*>(m)->*Method)(on); }, &module});
+  }
   /// @brief `M::Method()` (noexcept) runs after each run of handler calls that one poll made, on
   /// the same thread: a module applies there in one step what it gathered over several messages.
   template <auto Method, class M>
@@ -150,6 +162,12 @@ public:
   /// @brief An expected message arrived (or is no longer expected).
   void expected_message_arrived() noexcept { m_awaited.sub(); }
 
+  /// @brief Runs the before_each_flush hooks only: what modules hold back leaves with the
+  /// transport's buffers (before a control message that should not overtake it).
+  void flush_held_back() noexcept {
+    for (const hook& h : m_before_flush) h.fn(h.module);
+  }
+
   // ---- network (called by idle workers) ----
   bool poll() noexcept override;
   void flush() noexcept override;
@@ -165,8 +183,11 @@ public:
 
   /// @brief Collective: flushes and waits for every place, delivering messages meanwhile.
   void barrier() { m_net->barrier(); }
-  /// @brief See transport::set_coalescing.
-  void set_coalescing(bool on) { m_net->set_coalescing(on); }
+  /// @brief See transport::set_coalescing; the modules that coalesce on their own follow.
+  void set_coalescing(bool on) {
+    m_net->set_coalescing(on);
+    for (const switch_hook& h : m_coalescing_switches) h.fn(h.module, on);
+  }
   transport_stats transport_counters() const { return m_net->stats(); }
   /// @brief What the modules hold open (a titled section each: open distributed finishes,
   /// suspended whens, ...), for a hung run: printed on SIGUSR1 (see install_dump_signal).
@@ -184,6 +205,10 @@ private:
   };
   struct hook {
     void (*fn)(void*) noexcept;
+    void* module;
+  };
+  struct switch_hook {
+    void (*fn)(void*, bool) noexcept;
     void* module;
   };
   struct predicate {
@@ -209,6 +234,8 @@ private:
   std::array<handler_entry, 256> m_handlers{};
   std::vector<std::string> m_handler_names; ///< by kind, for diagnostics
   std::vector<hook> m_before_poll;
+  std::vector<hook> m_before_flush;
+  std::vector<switch_hook> m_coalescing_switches;
   std::vector<hook> m_after_delivery;
   std::vector<predicate> m_expecting;
   std::vector<describer> m_describers;

@@ -47,6 +47,7 @@ struct async_at_target {
   active_messages* messages; ///< of this process (the runtime outlives every activity)
   place_id to;
   Invoker invoker;
+  plain_run_invoker run; ///< the function's run invoker if it travels in plain runs, else null
 };
 
 /// @brief co_await async_at(...): counts and sends the activity; the caller goes on at once.
@@ -67,12 +68,12 @@ public:
   [[gnu::always_inline]] bool await_suspend(std::coroutine_handle<P> caller) {
     require_apgas_caller<P>();
     finish_state& f = *caller.promise().m_finish;
-    if constexpr (std::is_same_v<Invoker, plain_async_invoker> &&
+    if constexpr (std::is_same_v<Invoker, plain_async_invoker> && sizeof...(A) > 0 &&
                   (is_bitwise_v<std::decay_t<A>> && ...)) {
       // The common stream (numbers, plain structs): written straight into the coalescing
       // buffer, nothing staged.
       constexpr std::size_t k_args_bytes = (std::size_t{0} + ... + sizeof(std::decay_t<A>));
-      m_target.messages->send_plain_async_written(f, m_target.to, m_target.invoker, k_args_bytes,
+      m_target.messages->send_plain_async_written(f, m_target.to, m_target.run, k_args_bytes,
                                                   &write_bitwise_args<std::tuple<A&&...>>, &m_args);
     } else {
       std::vector<std::byte>& bytes = m_target.messages->start_async(f, m_target.invoker);

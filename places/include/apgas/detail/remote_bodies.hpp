@@ -9,8 +9,11 @@
 #include "apgas/serialization.hpp"
 #include "apgas/task.hpp"
 
+#include <cstddef>
 #include <exception>
 #include <optional>
+#include <span>
+#include <stdexcept>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -110,6 +113,26 @@ template <class F, class... Args>
 void run_plain_async(byte_reader& r) {
   auto args = deserialize_all<Args...>(r);
   apply_owned<F>(args);
+}
+
+/// @brief A slice of a plain run at the place it runs (plain_run_invoker): n plain asyncs of f
+/// whose bitwise arguments lie `stride` bytes apart, in one loop on the batch's frame (no call
+/// through a pointer per async).
+template <class F, class... Args>
+void run_plain_run(const std::byte* args, std::size_t stride, std::size_t n,
+                   finish_state& fs) noexcept {
+  constexpr std::size_t k_args_bytes = (std::size_t{0} + ... + sizeof(Args));
+  for (std::size_t i = 0; i < n; ++i, args += stride) {
+    try {
+      if (stride != k_args_bytes) [[unlikely]] // a damaged message: this async fails
+        throw std::length_error("apgas: a plain run's arguments have the wrong size");
+      byte_reader r(std::span(args, stride));
+      auto a = deserialize_all<Args...>(r);
+      apply_owned<F>(a);
+    } catch (...) { // f threw: that async fails alone
+      fs.add_exception(std::current_exception());
+    }
+  }
 }
 
 template <class F, class... Args>

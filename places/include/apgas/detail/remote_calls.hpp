@@ -45,6 +45,26 @@ async_invoker_for<F, Args...> async_entry() noexcept {
   }
 }
 
+/// @brief True if async_at(p, f, args...) travels in plain runs: f is a plain function and its
+/// arguments are bitwise, and not none (a run is split by their size).
+template <class F, class... Args>
+inline constexpr bool sent_in_plain_runs_v = !is_remote_coroutine_v<F, std::decay_t<Args>...> &&
+                                             sizeof...(Args) > 0 &&
+                                             (is_bitwise_v<std::decay_t<Args>> && ...);
+
+/// @brief The run invoker of async_at(p, f, args...) (see plain_run_invoker), registered; null
+/// unless it travels in plain runs.
+template <class F, class... Args>
+plain_run_invoker plain_run_entry() noexcept {
+  if constexpr (sent_in_plain_runs_v<F, Args...>) {
+    constexpr auto fn = &run_plain_run<F, std::decay_t<Args>...>;
+    (void)registered_entry<fn, code_kind::plain_run>::value;
+    return fn;
+  } else {
+    return nullptr;
+  }
+}
+
 /// @brief The entry point of at(p, f, args...) at p, registered.
 template <class F, class... Args>
 at_invoker_for<F, Args...> at_entry() noexcept {
@@ -143,8 +163,9 @@ async_at_call<F, Args...> async_at(place_id p, F, Args&&... args) {
   detail::require_serializable_args<Args...>();
   detail::active_messages& e = detail::active_messages::current();
   e.check_place(p);
-  return async_at_call<F, Args...>({&e, p, detail::async_entry<F, Args...>()},
-                                   std::forward<Args>(args)...);
+  return async_at_call<F, Args...>(
+      {&e, p, detail::async_entry<F, Args...>(), detail::plain_run_entry<F, Args...>()},
+      std::forward<Args>(args)...);
 }
 
 template <class F, class... Args>
