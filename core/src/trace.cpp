@@ -38,7 +38,8 @@ class event_writer {
   std::back_insert_iterator<fmt::memory_buffer> out() { return std::back_inserter(m_buffer); }
 
 public:
-  event_writer(unsigned place, std::int64_t shift_ns) : m_place(place), m_shift_ns(shift_ns) {}
+  event_writer(unsigned place, std::int64_t shift_ns, const std::vector<std::string>& kinds)
+      : m_place(place), m_shift_ns(shift_ns), m_kinds(kinds) {}
 
   void event(unsigned tid, const trace_event& e) {
     const double ts = us(e.start_ns);
@@ -73,9 +74,9 @@ public:
       fmt::format_to(out(),
                      R"({{"name":"send","cat":"message","ph":"X","ts":{:.3f},"dur":{:.3f},)"
                      R"("pid":{},"tid":{},"bind_id":"m{}.{}.{}","flow_out":true,)"
-                     R"("args":{{"to":{},"bytes":{},"messages":{},"kind":{},"seq":{}}}}},)"
+                     R"("args":{{"to":{},"bytes":{},"messages":{},"kind":"{}","seq":{}}}}},)"
                      "\n",
-                     ts, dur, m_place, tid, m_place, e.a, e.b, e.a, e.c, e.d, e.e, e.b);
+                     ts, dur, m_place, tid, m_place, e.a, e.b, e.a, e.c, e.d, kind_name(e.e), e.b);
       break;
     case trace_kind::receive:
       fmt::format_to(out(),
@@ -90,6 +91,12 @@ public:
       break;
     case trace_kind::glb_idle:
       slice(tid, ts, dur, "GLB idle", "glb", "");
+      break;
+    case trace_kind::collective_wait:
+      slice(tid, ts, dur, "collective wait", "wait", "");
+      break;
+    case trace_kind::rma_wait:
+      slice(tid, ts, dur, "rget/rput wait", "wait", fmt::format(R"("place":{})", e.a));
       break;
     }
   }
@@ -125,8 +132,15 @@ private:
                    name, cat, ts, dur, m_place, tid, args);
   }
 
+  /// A message kind's name (names are plain words: no JSON escaping needed), or its number.
+  std::string kind_name(std::uint8_t kind) const {
+    if (kind < m_kinds.size() && !m_kinds[kind].empty()) return m_kinds[kind];
+    return std::to_string(kind);
+  }
+
   unsigned m_place;
   std::int64_t m_shift_ns;
+  const std::vector<std::string>& m_kinds;
 };
 
 std::string place_file(const std::string& dir, unsigned p) {
@@ -137,7 +151,7 @@ std::string place_file(const std::string& dir, unsigned p) {
 
 void trace_session::write_place_file(unsigned here) const {
   // Times in place 0's clock, from the common origin.
-  event_writer w(here, m_offset_ns - m_origin_ns);
+  event_writer w(here, m_offset_ns - m_origin_ns, m_kind_names);
   const auto workers = static_cast<unsigned>(m_workers.size());
   w.metadata("process_name", fmt::format(R"("name":"place {}")", here));
   w.metadata("process_sort_index", fmt::format(R"("sort_index":{})", here));

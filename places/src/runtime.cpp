@@ -209,6 +209,7 @@ runtime::~runtime() {
   m_local->sched().stop();
   if (detail::trace_session* trace = m_local->sched().trace()) {
     // Every place writes its file; place 0 joins them once all have (the barrier).
+    trace->set_message_kinds(m_dispatcher->kind_names());
     m_local->write_trace();
     try {
       m_dispatcher->barrier();

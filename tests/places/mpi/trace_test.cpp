@@ -266,6 +266,10 @@ TEST(trace, every_received_message_has_its_send) {
   }
   if (g_run.places > 1) {
     EXPECT_GT(receives, 0U);
+    // Sends name the kind of their first message: the `at`s' replies came back as such.
+    bool reply = false;
+    for (const auto& [id, send] : sends) reply = reply || (*send)["args"]["kind"].text() == "reply";
+    EXPECT_TRUE(reply) << "no send of kind reply";
   }
 }
 

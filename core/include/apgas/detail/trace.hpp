@@ -26,6 +26,8 @@ enum class trace_kind : std::uint8_t {
   receive,     ///< a network message arrived (a = source, b = sequence, c = bytes)
   glb_steal,   ///< GLB: a place out of work asked a victim for loot (a = victim)
   glb_idle,    ///< GLB: a place out of work waited on its lifelines
+  collective_wait, ///< an activity waited for a team collective to complete
+  rma_wait,        ///< an activity waited for an rget or rput (a = target place)
 };
 
 /// @brief One event: a slice from start to end (equal for an instant). 40 bytes.
@@ -143,6 +145,8 @@ public:
     m_error_ns = error_ns;
     m_origin_ns = origin_ns;
   }
+  /// @brief Names of the message kinds, by kind (the file names a send's first message by it).
+  void set_message_kinds(std::vector<std::string> names) { m_kind_names = std::move(names); }
   /// @brief Events dropped by full buffers, all threads together.
   std::uint64_t dropped() const noexcept;
   /// @brief Writes DIR/place-<here>.json (creating DIR), times shifted to place 0's clock, and
@@ -160,6 +164,7 @@ private:
   std::int64_t m_origin_ns; ///< on place 0's clock: times in the file count from here
   std::int64_t m_offset_ns = 0;
   std::int64_t m_error_ns = 0;
+  std::vector<std::string> m_kind_names;
 };
 
 /// @brief The trace session of this process while tracing, else null (set with g_trace_on).
