@@ -10,6 +10,7 @@ axes, a title) and labelled (the expected legend entries); then that bad input f
 documented way: exit status 2 and a one-line message, never a Python traceback.
 Exit status 0 when every check passes, 1 otherwise (each failure listed on stderr).
 """
+import json
 import os
 import subprocess
 import sys
@@ -159,6 +160,20 @@ def check_trace_timeline(tmp):
     titles = [t.text or "" for t in root.iter(SVG + "title")]
     check(any("activities" == t for t in titles), "timeline.svg: no activity slice")
     check(any("message" in t for t in titles), "timeline.svg: no message arrow")
+    # trace_join.py rebuilds a trace.json from the places' files (here: one place's, cut out).
+    joined = os.path.join(tmp, "joined")
+    os.makedirs(joined)
+    with open(os.path.join(SAMPLES, "trace.json")) as f:
+        sample = json.load(f)["traceEvents"]
+    with open(os.path.join(joined, "place-0.json"), "w") as f:
+        json.dump({"traceEvents": [e for e in sample if e["pid"] == 0]}, f)
+    r = subprocess.run([sys.executable, os.path.join(HERE, "trace_join.py"), joined],
+                       capture_output=True, text=True, timeout=60)
+    if check(r.returncode == 0, f"trace_join.py: exit status {r.returncode}\n{r.stderr}"):
+        with open(os.path.join(joined, "trace.json")) as f:
+            events = json.load(f)["traceEvents"]
+        check(len(events) == sum(1 for e in sample if e["pid"] == 0),
+              "trace_join.py: events lost or added")
     bad = os.path.join(tmp, "not_a_trace.json")
     with open(bad, "w") as f:
         f.write("{}")

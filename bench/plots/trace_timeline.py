@@ -7,9 +7,9 @@ Usage:
 
 One row per thread of each place (its workers, then its network's "messages" row), time on
 x. Activity slices fill the top of a worker's row and waits (finish, at, clock phase, when,
-parked, GLB) its bottom, coloured by kind; steals are ticks above the row; messages are arrows
-from the sending place's row to the receiving one's (at most N of them, spread over the run;
-default 400). --from and --to cut a window (microseconds on the trace's clock). Slices
+parked, GLB) its bottom, coloured by kind; steals (black) and GLB lifeline marks (red) are
+ticks at the row's top; messages are arrows from the sending place's row to the receiving
+one's (at most N of them, spread over the run; default 400). --from and --to cut a window (microseconds on the trace's clock). Slices
 narrower than a pixel are joined with their neighbours of the same kind, so a long run stays
 a small file.
 
@@ -145,15 +145,18 @@ def main():
         out.append(f'<rect x="{xs:.1f}" y="{y}" width="{w:.1f}" height="{h}" '
                    f'fill="{COLOURS.get(name, "#999")}"><title>{escape(name)}</title></rect>')
 
-    # Steals: ticks at the top of the thief's row.
+    # Marks: steals (black) and GLB lifeline registrations and loot (red), ticks at the top of
+    # the row.
     for e in timed:
-        if e["ph"] == "i" and e["name"] == "steal" and t0 <= e["ts"] <= t1:
+        if e["ph"] == "i" and t0 <= e["ts"] <= t1:
             key = (e["pid"], e["tid"])
             if key in rows:
                 xs = x(e["ts"])
                 y = row_y(key)
-                out.append(f'<line x1="{xs:.1f}" x2="{xs:.1f}" y1="{y}" y2="{y + 4}" '
-                           f'stroke="black" stroke-width="0.7"/>')
+                colour = "black" if e["name"] == "steal" else "#c83c3c"
+                out.append(f'<line x1="{xs:.1f}" x2="{xs:.1f}" y1="{y}" y2="{y + 5}" '
+                           f'stroke="{colour}" stroke-width="0.8"><title>{escape(e["name"])}'
+                           '</title></line>')
 
     # Messages: arrows from send to receive, spread over the window.
     sends = {e["bind_id"]: e for e in timed if e["name"] == "send" and "bind_id" in e}

@@ -92,6 +92,12 @@ public:
     case trace_kind::glb_idle:
       slice(tid, ts, dur, "GLB idle", "glb", "");
       break;
+    case trace_kind::glb_lifeline:
+      instant(tid, ts, "GLB lifeline", fmt::format(R"("buddy":{})", e.a));
+      break;
+    case trace_kind::glb_lifeline_loot:
+      instant(tid, ts, "GLB lifeline loot", fmt::format(R"("from":{},"items":{})", e.a, e.b));
+      break;
     case trace_kind::collective_wait:
       slice(tid, ts, dur, "collective wait", "wait", "");
       break;
@@ -123,6 +129,13 @@ public:
 
 private:
   double us(std::int64_t ns) const { return static_cast<double>(ns + m_shift_ns) / 1000.0; }
+  void instant(unsigned tid, double ts, std::string_view name, std::string_view args) {
+    fmt::format_to(out(),
+                   R"({{"name":"{}","cat":"glb","ph":"i","s":"t","ts":{:.3f},"pid":{},)"
+                   R"("tid":{},"args":{{{}}}}},)"
+                   "\n",
+                   name, ts, m_place, tid, args);
+  }
   void slice(unsigned tid, double ts, double dur, std::string_view name, std::string_view cat,
              std::string_view args) {
     fmt::format_to(out(),

@@ -240,7 +240,13 @@ void place_base::start_quiet() {
 }
 
 void place_base::register_on(std::vector<place_id>& buddies) {
-  for (place_id b : buddies) send(b, message::lifeline);
+  for (place_id b : buddies) {
+    if (g_trace_on) [[unlikely]] {
+      const std::int64_t now = trace_now();
+      trace_record(trace_event{now, now, b, 0, 0, 0, trace_kind::glb_lifeline});
+    }
+    send(b, message::lifeline);
+  }
 }
 
 void place_base::lifeline_loot_arrived(place_id from, std::uint64_t items, std::size_t bytes) {
@@ -248,6 +254,10 @@ void place_base::lifeline_loot_arrived(place_id from, std::uint64_t items, std::
   for (std::size_t i = 0; i < m_lifelines.size(); ++i)
     if (m_lifelines[i] == from) m_registered[i] = false; // fed: it may register there again
   ++m_stats.lifeline_activations;
+  if (g_trace_on) [[unlikely]] {
+    const std::int64_t now = trace_now();
+    trace_record(trace_event{now, now, from, items, 0, 0, trace_kind::glb_lifeline_loot});
+  }
   m_stats.loot_received_items += items;
   m_stats.loot_received_bytes += bytes;
   note_working_locked();

@@ -15,19 +15,21 @@ namespace apgas::detail {
 
 /// @brief What a trace event records; the names in the file are in trace.cpp.
 enum class trace_kind : std::uint8_t {
-  activities,  ///< a worker ran items (a = activities spawned meanwhile + 1, folded)
-  steal,       ///< a worker took an item from another worker (a = victim)
-  park,        ///< a worker slept on the idle gate
-  finish_wait, ///< an activity waited for a finish of its place (from co_await to resume)
-  at_wait,     ///< an activity waited for an `at` reply (a = the place it ran at)
-  clock_wait,  ///< an activity waited for a clock phase to end (a = phase)
-  when_wait,   ///< an activity waited for a `when` condition
-  send,        ///< a network message left (a = destination, b = sequence, c = bytes, d = frames)
-  receive,     ///< a network message arrived (a = source, b = sequence, c = bytes)
-  glb_steal,   ///< GLB: a place out of work asked a victim for loot (a = victim)
-  glb_idle,    ///< GLB: a place out of work waited on its lifelines
-  collective_wait, ///< an activity waited for a team collective to complete
-  rma_wait,        ///< an activity waited for an rget or rput (a = target place)
+  activities,   ///< a worker ran items (a = activities spawned meanwhile + 1, folded)
+  steal,        ///< a worker took an item from another worker (a = victim)
+  park,         ///< a worker slept on the idle gate
+  finish_wait,  ///< an activity waited for a finish of its place (from co_await to resume)
+  at_wait,      ///< an activity waited for an `at` reply (a = the place it ran at)
+  clock_wait,   ///< an activity waited for a clock phase to end (a = phase)
+  when_wait,    ///< an activity waited for a `when` condition
+  send,         ///< a network message left (a = destination, b = sequence, c = bytes, d = frames)
+  receive,      ///< a network message arrived (a = source, b = sequence, c = bytes)
+  glb_steal,    ///< GLB: a place out of work asked a victim for loot (a = victim)
+  glb_idle,     ///< GLB: a place out of work waited on its lifelines
+  glb_lifeline, ///< GLB: a place registered on a lifeline (a = the buddy)
+  glb_lifeline_loot, ///< GLB: loot came along a lifeline (a = from, b = items)
+  collective_wait,   ///< an activity waited for a team collective to complete
+  rma_wait,          ///< an activity waited for an rget or rput (a = target place)
 };
 
 /// @brief One event: a slice from start to end (equal for an instant). 40 bytes.
