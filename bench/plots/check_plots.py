@@ -10,6 +10,7 @@ axes, a title) and labelled (the expected legend entries); then that bad input f
 documented way: exit status 2 and a one-line message, never a Python traceback.
 Exit status 0 when every check passes, 1 otherwise (each failure listed on stderr).
 """
+import json
 import os
 import subprocess
 import sys
@@ -144,6 +145,44 @@ def check_bad_input(tmp):
         check(not os.path.exists(out), f"{what}: wrote {out} anyway")
 
 
+def check_trace_timeline(tmp):
+    """trace_timeline.py on a trace of trace_test at 2 places: rows, slices and arrows."""
+    tool = os.path.join(HERE, "trace_timeline.py")
+    out = os.path.join(tmp, "timeline.svg")
+    r = subprocess.run([sys.executable, tool, os.path.join(SAMPLES, "trace.json"), "-o", out],
+                       capture_output=True, text=True, timeout=60)
+    if not check(r.returncode == 0, f"trace_timeline.py: exit status {r.returncode}\n{r.stderr}"):
+        return
+    root = ET.parse(out).getroot()
+    texts = [t.text or "" for t in root.iter(SVG + "text")]
+    for label in ["place 0 worker 0", "place 1 messages", "activities", "finish wait"]:
+        check(any(label in t for t in texts), f"timeline.svg: no text {label!r}")
+    titles = [t.text or "" for t in root.iter(SVG + "title")]
+    check(any("activities" == t for t in titles), "timeline.svg: no activity slice")
+    check(any("message" in t for t in titles), "timeline.svg: no message arrow")
+    # trace_join.py rebuilds a trace.json from the places' files (here: one place's, cut out).
+    joined = os.path.join(tmp, "joined")
+    os.makedirs(joined)
+    with open(os.path.join(SAMPLES, "trace.json")) as f:
+        sample = json.load(f)["traceEvents"]
+    with open(os.path.join(joined, "place-0.json"), "w") as f:
+        json.dump({"traceEvents": [e for e in sample if e["pid"] == 0]}, f)
+    r = subprocess.run([sys.executable, os.path.join(HERE, "trace_join.py"), joined],
+                       capture_output=True, text=True, timeout=60)
+    if check(r.returncode == 0, f"trace_join.py: exit status {r.returncode}\n{r.stderr}"):
+        with open(os.path.join(joined, "trace.json")) as f:
+            events = json.load(f)["traceEvents"]
+        check(len(events) == sum(1 for e in sample if e["pid"] == 0),
+              "trace_join.py: events lost or added")
+    bad = os.path.join(tmp, "not_a_trace.json")
+    with open(bad, "w") as f:
+        f.write("{}")
+    r = subprocess.run([sys.executable, tool, bad, "-o", os.path.join(tmp, "bad.svg")],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 2 and "Traceback" not in r.stderr,
+          f"trace_timeline.py on no trace: exit status {r.returncode}, {r.stderr!r}")
+
+
 def main():
     keep = None
     if sys.argv[1:2] == ["--keep"] and len(sys.argv) == 3:
@@ -163,6 +202,7 @@ def main():
         check_scaling(outdir)
         check_at_latency_without_split(tmp)
         check_bad_input(tmp)
+        check_trace_timeline(tmp)
     for f in failures:
         print(f"check_plots: FAIL: {f}", file=sys.stderr)
     if not failures:

@@ -247,6 +247,8 @@ std::coroutine_handle<> clock::suspend_advance(detail::clock_waiter& w) {
   module.counters().advances_waited.fetch_add(1, std::memory_order_relaxed); // a statistic
   // What this worker runs next is decided before the activity is published: once it is
   // queued, the phase's end may resume it at once on another worker.
+  if (detail::g_trace_on) [[unlikely]]
+    w.wait.begin(); // before the wait publishes it: the phase's end may resume it at once
   const std::coroutine_handle<> next = detail::t_worker->suspend_for_external();
   if (!m_proxy->wait(m_phase, w)) module.sched().inject(detail::as_independent(w.activity));
   return next;

@@ -35,9 +35,24 @@ local_runtime::~local_runtime() {
   stop_progress();
   m_sched->stop();
   if (m_sched->opts().stats) print_stats();
+  write_trace();
   m_sched.reset();
   // release: the next runtime's exchange (acq_rel) sees this one's teardown complete.
   g_current.store(nullptr, std::memory_order_release);
+}
+
+void local_runtime::write_trace() {
+  detail::trace_session* trace = m_sched->trace();
+  if (trace == nullptr || std::exchange(m_trace_written, true)) return;
+  unsigned here = 0;
+  unsigned places = 1;
+  {
+    std::lock_guard guard(m_progress_mutex); // the label's lock (see set_place_label)
+    here = m_place;
+    places = m_places;
+  }
+  trace->write_place_file(here);
+  if (places == 1) (void)trace->merge(1);
 }
 
 void local_runtime::stop_progress() {

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -60,7 +61,10 @@ policy parse_policy(std::string_view what, std::string_view text) {
 template <class T>
 T parse_value(std::string_view what, std::string_view text, [[maybe_unused]] T low,
               [[maybe_unused]] T high) {
-  if constexpr (std::is_same_v<T, bool>) return parse_bool(what, text);
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (text.empty()) throw usage_error(fmt::format("{}: expected a path, got nothing", what));
+    return std::string(text);
+  } else if constexpr (std::is_same_v<T, bool>) return parse_bool(what, text);
   else if constexpr (std::is_same_v<T, policy>) return parse_policy(what, text);
   else return parse_number(what, text, low, high);
 }
@@ -69,6 +73,7 @@ T parse_value(std::string_view what, std::string_view text, [[maybe_unused]] T l
 template <class T>
 std::string show_value(T value, [[maybe_unused]] T low) {
   if constexpr (std::is_same_v<T, bool>) return value ? "yes" : "no";
+  else if constexpr (std::is_same_v<T, std::string>) return value.empty() ? "none" : value;
   else if constexpr (std::is_same_v<T, policy>) return std::string(to_string(value));
   else return value < low ? std::string("auto") : std::to_string(value);
 }

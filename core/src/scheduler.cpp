@@ -111,13 +111,17 @@ scheduler::scheduler(const options& opts) : m_options(opts) {
   // options then say what is in force.
   m_options.asymmetric_fence = m_options.asymmetric_fence && register_asymmetric_fence();
   g_asymmetric_fence = m_options.asymmetric_fence;
+  if (!m_options.trace.empty()) {
+    m_trace = std::make_unique<trace_session>(m_options.trace, n, m_options.trace_events,
+                                              std::int64_t{m_options.trace_fold_us} * 1000);
+    g_trace = m_trace.get();
+    g_trace_on = true; // before the threads start: they see it (thread creation orders it)
+  }
   m_workers.reserve(n);
   for (unsigned i = 0; i < n; ++i) m_workers.push_back(std::make_unique<worker>(*this, i, m_gate));
   m_threads.reserve(n);
   for (unsigned i = 0; i < n; ++i) m_threads.emplace_back([this, i] { worker_main(i); });
 }
-
-scheduler::~scheduler() { stop(); }
 
 void scheduler::stop() {
   if (m_threads.empty()) return;
@@ -126,6 +130,14 @@ void scheduler::stop() {
   m_gate.notify_all();
   for (auto& t : m_threads) t.join();
   m_threads.clear();
+  // After the joins: nothing records any more (the network's hooks test the flag too, and
+  // whoever tears the places down writes the file after this).
+  if (g_trace == m_trace.get()) g_trace_on = false;
+}
+
+scheduler::~scheduler() {
+  stop();
+  if (g_trace == m_trace.get()) g_trace = nullptr;
 }
 
 void scheduler::run_root(promise_base& root) {
@@ -246,6 +258,10 @@ deque_item scheduler::find_work(worker& self) {
     worker& victim = *m_workers[v];
     if (deque_item item = victim.steal_from()) {
       ++self.m_counters.steals;
+      if (g_trace_on) [[unlikely]] {
+        const std::int64_t now = trace_now();
+        trace_record(trace_event{now, now, v, 0, 0, 0, trace_kind::steal});
+      }
       return item;
     }
   }
@@ -258,6 +274,7 @@ void scheduler::worker_main(unsigned index) {
   worker& self = *m_workers[index];
   t_worker = &self;
   t_frame_pool = &self.m_frames;
+  if (g_trace_on) t_trace = &m_trace->worker_buffer(index);
   self.set_stack_base(__builtin_frame_address(0));
   if (m_options.pin_workers) topology::instance().bind_this_thread(index);
   idle_policy idle(std::chrono::microseconds(m_options.spin_us), m_yield_while_spinning, m_watch);
@@ -279,6 +296,8 @@ void scheduler::worker_main(unsigned index) {
   }
   idle.retire();
   m_gate.end_search();
+  if (t_trace != nullptr) t_trace->flush_fold();
+  t_trace = nullptr;
   t_frame_pool = &g_passthrough_frame_pool;
   t_worker = nullptr;
 }
@@ -313,16 +332,34 @@ void scheduler::park(worker& self, idle_policy& idle, network* net) {
     // a send wakes the place (see wake_for_network). Asked after prepare_park: a send that
     // the network does not see here sees us parked.
     const network* to_watch = net != nullptr && net->needs_polls_when_idle() ? net : nullptr;
+    const std::int64_t parked_at = g_trace_on ? trace_now() : 0;
     m_gate.park(epoch, idle.park_limit(to_watch));
+    if (g_trace_on) [[unlikely]]
+      trace_record(trace_event{parked_at, trace_now(), 0, 0, 0, 0, trace_kind::park});
     idle.woke_up();
   }
   m_gate.begin_search();
 }
 
 void scheduler::run_item(worker& self, deque_item item) {
+  if (g_trace_on) [[unlikely]] {
+    run_item_traced(self, item);
+    return;
+  }
   promise_of(item)->m_self.resume();
   while (auto bounced = self.take_bounced()) bounced.resume();
   // The deque may still hold independent items (see find_work).
+}
+
+// run_item with its slice: the item and every activity it spawned inline, counted by the spawns
+// the worker made meanwhile (the spawn path itself records nothing).
+void scheduler::run_item_traced(worker& self, deque_item item) {
+  const std::int64_t start = trace_now();
+  const std::uint64_t spawns = self.m_counters.spawns;
+  promise_of(item)->m_self.resume();
+  while (auto bounced = self.take_bounced()) bounced.resume();
+  t_trace->add_activities(start, trace_now(), self.m_counters.spawns - spawns + 1,
+                          m_trace->fold_ns());
 }
 
 worker_counters scheduler::published_totals() const {

@@ -34,7 +34,16 @@ place_base::~place_base() = default;
 // ---- working activities ----------------------------------------------------------------------
 
 void place_base::note_working_locked() noexcept {
-  if (m_working++ == 0) m_idle += clock::now() - m_idle_since;
+  if (m_working++ != 0) return;
+  const clock::time_point now = clock::now();
+  m_idle += now - m_idle_since;
+  // The trace's clock is this steady clock; a place that had not worked yet was not idle.
+  if (g_trace_on && m_idle_since != clock::time_point{}) [[unlikely]]
+    trace_record(trace_event{
+        std::chrono::duration_cast<std::chrono::nanoseconds>(m_idle_since.time_since_epoch())
+            .count(),
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count(), 0, 0,
+        0, 0, trace_kind::glb_idle});
 }
 
 void place_base::begin_start_work() {
@@ -169,6 +178,8 @@ std::coroutine_handle<> place_base::steal_awaiter::suspend(promise_base& thief) 
     ++m_place.m_stats.steals_attempted;
   }
   // Count what this worker leaves behind before the answer can resume the thief elsewhere.
+  if (g_trace_on) [[unlikely]]
+    m_wait.begin(); // before the request leaves: the answer may resume the thief at once
   const std::coroutine_handle<> next = t_worker->suspend_for_external();
   m_place.m_dispatcher.expect_message();  // idle workers poll for the answer
   m_place.send(m_victim, message::steal); // from here on, the thief may be resumed
@@ -229,7 +240,13 @@ void place_base::start_quiet() {
 }
 
 void place_base::register_on(std::vector<place_id>& buddies) {
-  for (place_id b : buddies) send(b, message::lifeline);
+  for (place_id b : buddies) {
+    if (g_trace_on) [[unlikely]] {
+      const std::int64_t now = trace_now();
+      trace_record(trace_event{now, now, b, 0, 0, 0, trace_kind::glb_lifeline});
+    }
+    send(b, message::lifeline);
+  }
 }
 
 void place_base::lifeline_loot_arrived(place_id from, std::uint64_t items, std::size_t bytes) {
@@ -237,6 +254,10 @@ void place_base::lifeline_loot_arrived(place_id from, std::uint64_t items, std::
   for (std::size_t i = 0; i < m_lifelines.size(); ++i)
     if (m_lifelines[i] == from) m_registered[i] = false; // fed: it may register there again
   ++m_stats.lifeline_activations;
+  if (g_trace_on) [[unlikely]] {
+    const std::int64_t now = trace_now();
+    trace_record(trace_event{now, now, from, items, 0, 0, trace_kind::glb_lifeline_loot});
+  }
   m_stats.loot_received_items += items;
   m_stats.loot_received_bytes += bytes;
   note_working_locked();

@@ -50,6 +50,8 @@ std::coroutine_handle<> rma_waiter::suspend(promise_base& activity) {
   // What this worker runs next is decided before the access can resume the activity (on
   // another thread's poll, which then makes it runnable).
   worker& w = *t_worker;
+  if (g_trace_on) [[unlikely]]
+    m_wait.begin(); // before the exchange below publishes the activity
   const std::coroutine_handle<> next = w.suspend_for_external();
   message_dispatcher& dispatcher = message_dispatcher::current();
   dispatcher.expect_message(); // idle workers poll eagerly meanwhile

@@ -5,6 +5,7 @@
 #include "apgas/detail/exception_codec.hpp"
 #include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/detail/place_modules.hpp"
+#include "apgas/detail/trace.hpp"
 #include "apgas/message_counts.hpp"
 
 #include "build_identity.hpp"
@@ -55,6 +56,39 @@ void report_build_mismatch(place_id here, const std::vector<std::uint64_t>& buil
 } // namespace
 
 namespace {
+
+/// Place 0's steady clock minus ours, how far off that may be, and a common origin (on place
+/// 0's clock), for the trace. Round k: every place reads its clock (s), all-gathers, place 0
+/// reads its clock (r0) after that first gather completed, which needed our s; a second gather
+/// brings r0 here, and we read our clock (a) after it. So s < r0 - offset < a: the offset lies
+/// in [r0 - a, r0 - s]. The narrowest of k_rounds intervals is kept, its middle the estimate
+/// and its half-width the error (a few microseconds on one node).
+struct trace_clock {
+  std::int64_t offset_ns = 0;
+  std::int64_t error_ns = 0;
+  std::int64_t origin_ns = 0;
+};
+
+trace_clock measure_trace_clock(detail::transport& net) {
+  constexpr int k_rounds = 8;
+  trace_clock best;
+  std::int64_t best_width = -1;
+  for (int k = 0; k < k_rounds; ++k) {
+    const std::int64_t s = detail::trace_now();
+    (void)net.all_gather(static_cast<std::uint64_t>(s));
+    const std::int64_t r = detail::trace_now();
+    const auto r0 = static_cast<std::int64_t>(net.all_gather(static_cast<std::uint64_t>(r))[0]);
+    const std::int64_t a = detail::trace_now();
+    if (k == 0) best.origin_ns = r0; // the same at every place
+    if (net.here() == 0) continue;   // place 0 is the reference: offset 0, exactly
+    if (best_width < 0 || a - s < best_width) {
+      best_width = a - s;
+      best.offset_ns = r0 - s - (a - s) / 2;
+      best.error_ns = (a - s + 1) / 2;
+    }
+  }
+  return best;
+}
 
 /// This process's rank as its MPI launcher numbered it (before MPI is initialised), or 0:
 /// messages about the command line are printed once, by place 0.
@@ -133,7 +167,11 @@ void runtime::start(const options& opts, int* argc, char*** argv) {
     std::exit(1);
   }
   m_fatal_exit_handlers = std::make_unique<detail::fatal_exit_handlers>(net->here());
+  // Before the workers start, so that their first events are on the common clock.
+  const trace_clock clock = opts.trace.empty() ? trace_clock{} : measure_trace_clock(*net);
   m_local = std::make_unique<local_runtime>(opts);
+  if (detail::trace_session* trace = m_local->sched().trace())
+    trace->set_clock(clock.offset_ns, clock.error_ns, clock.origin_ns);
   m_dispatcher = std::make_unique<detail::message_dispatcher>(m_local->sched(), std::move(net));
   const detail::place_modules modules = detail::add_place_modules(*m_dispatcher, opts);
   m_runs = modules.runs;
@@ -169,6 +207,17 @@ runtime::~runtime() {
   std::string table = stats && places() > 1 ? message_stats() : std::string();
   if (stats) table += m_dispatcher->describe_stats();
   m_local->sched().stop();
+  if (detail::trace_session* trace = m_local->sched().trace()) {
+    // Every place writes its file; place 0 joins them once all have (the barrier).
+    trace->set_message_kinds(m_dispatcher->kind_names());
+    m_local->write_trace();
+    try {
+      m_dispatcher->barrier();
+      if (here() == 0 && places() > 1) (void)trace->merge(places()); // one place: done
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "apgas: place %u: trace barrier failed: %s\n", here(), e.what());
+    }
+  }
   m_local->sched().set_network(nullptr);
   m_local.reset(); // prints the worker table if asked
   if (stats) std::fputs(table.c_str(), stderr);

@@ -69,6 +69,10 @@ public:
     std::lock_guard guard(m_progress_mutex);
     m_progress_extra = std::move(extra);
   }
+  /// @brief With options::trace: writes this place's trace file, once, and at one place also
+  /// the joined trace.json (the places layer joins those of several places). Called by the
+  /// destructor if not before. pre: the workers have stopped (sched().stop()).
+  void write_trace();
   /// @brief The scheduler of this place (for the places layer).
   detail::scheduler& sched() noexcept { return *m_sched; }
   /// @brief The runtime of this process, or null.
@@ -102,6 +106,7 @@ private:
   std::function<std::string()> m_progress_extra;
   unsigned m_place = 0;
   unsigned m_places = 1;
+  bool m_trace_written = false;
   std::thread m_progress; ///< last: started after everything it reads
 };
 

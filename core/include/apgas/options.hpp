@@ -63,6 +63,14 @@ enum class finish_pattern : std::uint8_t {
     "microseconds an idle worker keeps looking for work (and messages) before it parks")           \
   X(unsigned, progress_ms, 0, 0, 86'400'000, "--progress-ms", "APGAS_PROGRESS_MS", "N",            \
     "print a progress line (tasks, steals, messages) to stderr every N ms; 0: never")              \
+  X(std::string, trace, "", "", "", "--trace", "APGAS_TRACE", "DIR",                               \
+    "write a timeline of the run to DIR (Chrome trace events: DIR/trace.json, a file per place)")  \
+  X(std::size_t, trace_events, 262'144, 16, std::size_t{1} << 32, "--trace-events",                \
+    "APGAS_TRACE_EVENTS", "N",                                                                     \
+    "trace: events each worker (and the network) keeps at most, 40 bytes each; later ones are "    \
+    "dropped and counted")                                                                         \
+  X(unsigned, trace_fold_us, 50, 0, 10'000'000, "--trace-fold-us", "APGAS_TRACE_FOLD_US", "N",     \
+    "trace: a worker's runs of activities are joined into one slice until it spans N us")          \
   X(std::size_t, coalesce_bytes, 64 * 1024, 64, 1U << 30, "--coalesce-bytes",                      \
     "APGAS_COALESCE_BYTES", "N", "coalescing buffer per destination place, in bytes")              \
   X(std::size_t, coalesce_memory_mib, 256, 1, 1U << 20, "--coalesce-memory-mib",                   \

@@ -18,6 +18,7 @@
 
 #include "apgas/detail/collective_network.hpp"
 #include "apgas/detail/serialization_traits.hpp"
+#include "apgas/detail/trace.hpp"
 #include "apgas/place.hpp"
 #include "apgas/task.hpp"
 
@@ -95,9 +96,12 @@ public:
     if (m_error) [[unlikely]]
       std::rethrow_exception(m_error);
   }
+  /// @brief Tracing: records the wait, if the activity suspended (see suspend).
+  void trace_end() const noexcept { m_wait.end(trace_kind::rma_wait, m_target); }
 
 private:
   enum : std::uint8_t { k_started, k_waiting, k_done };
+  trace_wait m_wait; ///< begun by suspend() before it publishes the activity
   bool m_put;
   place_id m_target;
   std::uintptr_t m_address;
@@ -119,7 +123,11 @@ public:
     require_apgas_caller<P>();
     return m_waiter.suspend(caller.promise());
   }
-  void await_resume() const { m_waiter.rethrow_if_failed(); }
+  void await_resume() const {
+    if (g_trace_on) [[unlikely]]
+      m_waiter.trace_end();
+    m_waiter.rethrow_if_failed();
+  }
 
 private:
   rma_waiter m_waiter;

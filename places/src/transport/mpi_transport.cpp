@@ -169,6 +169,8 @@ void mpi_transport::net_send(place_id to, sealed_buffer&& buffer) {
 mpi_transport::framed_send
 mpi_transport::net_send_framed(place_id to, std::vector<std::byte>& framed, bool counted) {
   const std::size_t size = framed.size();
+  if (g_trace_on) [[unlikely]] // a send of its own, which issue_locked does not see
+    trace_sent_locked(to, framed, 1);
   if (size <= k_posted_bytes) {
     MPI_Request request;
     mpi_check(MPI_Isend(framed.data(), static_cast<int>(size), MPI_BYTE, static_cast<int>(to),

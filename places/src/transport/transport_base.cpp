@@ -22,6 +22,10 @@ transport_base::transport_base(place_id here, place_id places, const options& op
   if (here >= places) throw std::invalid_argument("apgas transport: here >= places");
   if (opts.max_outstanding_sends == 0)
     throw std::invalid_argument("apgas transport: max_outstanding_sends must be at least 1");
+  if (!opts.trace.empty()) {
+    m_trace_sent.assign(places, 0);
+    m_trace_received.assign(places, 0);
+  }
 }
 
 // ---- sending --------------------------------------------------------------------------------
@@ -302,7 +306,21 @@ void transport_base::count_sent_locked(std::size_t bytes) noexcept {
   bump(m_bytes_sent, bytes);
 }
 
+void transport_base::trace_sent_locked(place_id to, std::span<const std::byte> bytes,
+                                       std::uint32_t frames) noexcept {
+  if (m_trace_sent.empty() || g_trace == nullptr) return; // this transport is not traced
+  const std::int64_t now = trace_now();
+  const std::uint8_t kind =
+      bytes.size() > k_frame_header ? std::to_integer<std::uint8_t>(bytes[k_frame_header]) : 0;
+  g_trace->network_buffer().add(trace_event{
+      now, now, to, m_trace_sent[to]++, static_cast<std::uint32_t>(bytes.size()),
+      static_cast<std::uint16_t>(std::min<std::uint32_t>(frames, 0xFFFF)), trace_kind::send, kind});
+}
+
 void transport_base::issue_locked(outgoing_buffer&& out) {
+  if (g_trace_on) [[unlikely]]
+    trace_sent_locked(out.to, {out.buffer.bytes.data(), out.buffer.bytes.size()},
+                      out.buffer.messages);
   // Counted before net_send(): in the fake network the receiver may complete it (network_done)
   // before net_send() returns, and the count must not dip below zero meanwhile.
   count_issue_locked(out.buffer.bytes.size());
@@ -327,6 +345,12 @@ void transport_base::accept(received&& message) {
   if (message.kind != origin::loopback) {
     bump(m_mpi_received);
     bump(m_bytes_received, message.bytes.size());
+    if (g_trace_on && !m_trace_received.empty() && g_trace != nullptr) [[unlikely]] {
+      const std::int64_t now = trace_now();
+      g_trace->network_buffer().add(
+          trace_event{now, now, message.from, m_trace_received[message.from]++,
+                      static_cast<std::uint32_t>(message.bytes.size()), 0, trace_kind::receive});
+    }
   }
   // relaxed, and no RMW (below): read by quiescent() as a hint. In the fake network the
   // sender's completion (a release RMW) comes after this, so whoever sees the sender idle also

@@ -27,6 +27,7 @@
 #pragma once
 
 #include "apgas/detail/spin_lock.hpp"
+#include "apgas/detail/trace.hpp"
 #include "apgas/detail/transport.hpp"
 
 #include "coalescer.hpp"
@@ -116,6 +117,12 @@ protected:
   /// @brief Counts a network message sent (statistics only: for one that completed at once,
   /// never in flight). pre: m_net_lock held.
   void count_sent_locked(std::size_t bytes) noexcept;
+  /// With tracing on: a network message to `to` of `frames` logical messages left (under
+  /// m_net_lock, which orders the sequence numbers as MPI orders the messages).
+  /// `bytes` are the frames (the first one's kind is recorded). Call as
+  /// `if (g_trace_on) [[unlikely]] trace_sent_locked(...)`.
+  void trace_sent_locked(place_id to, std::span<const std::byte> bytes,
+                         std::uint32_t frames) noexcept;
 
   /// @brief For net_send_framed() given an uncounted frame that it keeps in flight: counts it as
   /// appended, before anything can complete it. pre: m_net_lock held.
@@ -210,6 +217,12 @@ private:
   std::vector<place_id> m_forwarded_to;
   bool m_has_current = false;
   std::size_t m_offset = 0; ///< next frame of m_current
+
+  // Tracing (options::trace), guarded by m_net_lock: network messages sent to each place and
+  // received from each, in order, so that the n-th send to p and p's n-th receive from us
+  // name the same arrow. Sized at construction if tracing, else empty (never traced).
+  std::vector<std::uint64_t> m_trace_sent;
+  std::vector<std::uint64_t> m_trace_received;
 
   // Statistics: relaxed atomics (counters nobody synchronises on). Single writer each (under
   // m_net_lock or the poll owner), except backpressure_waits.

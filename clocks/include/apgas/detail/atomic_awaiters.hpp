@@ -4,6 +4,7 @@
 #pragma once
 
 #include "apgas/atomic.hpp"
+#include "apgas/detail/trace.hpp"
 #include "apgas/detail/when_queue.hpp"
 #include "apgas/task.hpp"
 
@@ -145,6 +146,8 @@ public:
     worker& w = *t_worker;
     m_activity = &self.promise();
     m_sched = &w.sched();
+    if (g_trace_on) [[unlikely]]
+      m_wait.begin(); // before the release below publishes us
     g_when_queue.enqueue(*this);
     // Count what this worker leaves behind before a waker can resume us elsewhere: the
     // release below publishes the queued waiter.
@@ -153,6 +156,8 @@ public:
     return next;
   }
   auto await_resume() {
+    if (g_trace_on) [[unlikely]]
+      m_wait.end(trace_kind::when_wait); // nothing if the condition held at once
     if (m_error) std::rethrow_exception(m_error);
     if constexpr (!std::is_void_v<raw_result>) return std::move(*m_value);
   }
@@ -172,6 +177,7 @@ private:
 
   C m_cond;
   F m_f;
+  trace_wait m_wait; ///< written before the waiter is queued, read when it resumes
   std::exception_ptr m_error;
   [[no_unique_address]] std::conditional_t<std::is_void_v<raw_result>, no_value,
                                            std::optional<value_type>>

@@ -5,6 +5,7 @@
 
 #include "apgas/clock.hpp"
 #include "apgas/detail/code_registry.hpp"
+#include "apgas/detail/trace.hpp"
 
 #include <array>
 #include <coroutine>
@@ -37,6 +38,7 @@ struct clock_token {
 struct clock_waiter {
   clock_waiter* next = nullptr;
   promise_base* activity = nullptr;
+  trace_wait wait; ///< begun before the waiter is published (clock::suspend_advance)
 };
 
 /// @brief co_await clock::make(): learns the maker's finish without suspending.
@@ -122,6 +124,8 @@ public:
     return m_clock.suspend_advance(m_waiter);
   }
   T await_resume() {
+    if (g_trace_on && m_waiter.wait.start_ns != 0) [[unlikely]] // it suspended
+      m_waiter.wait.end(trace_kind::clock_wait, m_clock.phase());
     if (m_error) [[unlikely]]
       std::rethrow_exception(m_error);
     m_clock.end_advance(&m_value, sizeof(T));
@@ -155,6 +159,8 @@ public:
     return m_clock.suspend_advance(m_waiter);
   }
   void await_resume() {
+    if (g_trace_on && m_waiter.wait.start_ns != 0) [[unlikely]] // it suspended
+      m_waiter.wait.end(trace_kind::clock_wait, m_clock.phase());
     if (m_error) [[unlikely]]
       std::rethrow_exception(m_error);
     m_clock.end_advance(nullptr, 0);

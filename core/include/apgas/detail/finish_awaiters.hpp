@@ -3,6 +3,7 @@
 // child activity (async). The finish's counting itself is in activity.hpp.
 #pragma once
 
+#include "apgas/detail/trace.hpp"
 #include "apgas/finish.hpp"
 #include "apgas/task.hpp"
 
@@ -63,9 +64,17 @@ public:
     b.m_role = promise_base::role::strand;
     b.m_parent = nullptr;
     m_state.m_body = &b;
+    if (g_trace_on) [[unlikely]]
+      m_wait.begin();
     return t_worker->transfer(h);
   }
-  void await_resume() { m_state.rethrow_if_failed(); }
+  void await_resume() {
+    // The wait includes the body's own run (from the co_await to the resume); only waits
+    // longer than a folded slice are kept, so that a finish per recursive call costs no event.
+    if (g_trace_on) [[unlikely]]
+      m_wait.end(trace_kind::finish_wait, 0, g_trace->fold_ns());
+    m_state.rethrow_if_failed();
+  }
 
 private:
   auto start_body() {
@@ -82,6 +91,7 @@ private:
   finish_state m_state;
   Body m_body;
   task<> m_task;
+  trace_wait m_wait; ///< written by the waiter before the body starts, read when it resumes
 };
 
 /// @brief Where finish_all keeps the result of one task (nothing for task<void>).

@@ -7,6 +7,7 @@
 #include "apgas/detail/idle_gate.hpp"
 #include "apgas/detail/idle_policy.hpp"
 #include "apgas/detail/network.hpp"
+#include "apgas/detail/trace.hpp"
 #include "apgas/detail/worker.hpp"
 #include "apgas/options.hpp"
 
@@ -99,6 +100,9 @@ public:
   /// @brief The workers' published counters, summed (any thread, while they run; a little
   /// behind the truth). steal_attempts is not published.
   worker_counters published_totals() const;
+  /// @brief This place's trace, or null when not tracing (options::trace). Its buffers are
+  /// the workers' until stop().
+  trace_session* trace() noexcept { return m_trace.get(); }
 
 private:
   void worker_main(unsigned index);
@@ -108,6 +112,7 @@ private:
   void ran_out_of_work(worker& self, network* net);
   void park(worker& self, idle_policy& idle, network* net);
   void run_item(worker& self, deque_item item);
+  void run_item_traced(worker& self, deque_item item);
   /// inject() other than into the calling worker's free handoff slot.
   void inject_other(deque_item item);
   deque_item take_injected_batch(worker& self);
@@ -129,6 +134,7 @@ private:
   std::atomic<network*> m_network{nullptr}; ///< set once before activities run
   watcher_token m_watch;                    ///< a parked worker polls the network (see idle_policy)
   std::vector<std::unique_ptr<finish_state>> m_root_finishes; ///< kept until destruction
+  std::unique_ptr<trace_session> m_trace; ///< made before the workers start, if tracing
 };
 
 } // namespace apgas::detail

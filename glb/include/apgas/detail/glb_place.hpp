@@ -50,6 +50,7 @@
 #pragma once
 
 #include "apgas/detail/glb_graph.hpp"
+#include "apgas/detail/trace.hpp"
 #include "apgas/detail/worker.hpp"
 #include "apgas/finish.hpp"
 #include "apgas/glb_parameters.hpp"
@@ -246,6 +247,8 @@ public:
     return suspend(thief.promise());
   }
   std::optional<std::vector<std::byte>> await_resume() noexcept {
+    if (g_trace_on) [[unlikely]]
+      m_wait.end(trace_kind::glb_steal, m_victim);
     return std::move(m_place.m_answer);
   }
 
@@ -253,6 +256,7 @@ private:
   std::coroutine_handle<> suspend(promise_base& thief);
   place_base& m_place;
   place_id m_victim;
+  trace_wait m_wait; ///< the thief's, begun before its request leaves
 };
 
 inline place_base::steal_awaiter place_base::steal_from(place_id victim) noexcept {

@@ -135,6 +135,13 @@ public:
   /// @brief The kind registered under `name` (see add_handler), or 0 if none (for tests and
   /// diagnostics).
   message_kind kind_named(std::string_view name) const noexcept;
+  /// @brief The name of every kind, indexed by kind (kind 0, unused, has an empty name), for
+  /// the trace's message arrows.
+  std::vector<std::string> kind_names() const {
+    std::vector<std::string> names(1);
+    names.insert(names.end(), m_handler_names.begin(), m_handler_names.end());
+    return names;
+  }
   /// @brief Hands `body` to the handler registered for `kind`, as a message from `from` (for
   /// modules that route other modules' messages, such as tree_messaging). Handler context.
   /// @throws transport_error if no module registered `kind`.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "apgas/detail/active_messages.hpp"
+#include "apgas/detail/trace.hpp"
 #include "apgas/serialization.hpp"
 #include "apgas/task.hpp"
 
@@ -124,6 +125,8 @@ public:
     byte_writer w(bytes);
     serialize_args(w, m_args);
     if constexpr (!is_rpc) e.record_send(*m_caller->m_finish, m_to);
+    if (g_trace_on) [[unlikely]]
+      m_wait.begin(); // before the send: the reply may resume us at once
     e.finish_at(m_to, bytes, this); // from here on, on_reply may run, on any thread
     // A worker with nothing else to do waits for the reply itself, as a blocking MPI call
     // would: resuming through the scheduler after its next search costs more than a short
@@ -136,6 +139,8 @@ public:
     return next;
   }
   R await_resume() {
+    if (g_trace_on) [[unlikely]]
+      m_wait.end(trace_kind::at_wait, m_to);
     if (m_error) std::rethrow_exception(m_error);
     if constexpr (!std::is_void_v<R>) return std::move(*m_value);
   }
@@ -176,6 +181,7 @@ private:
   promise_base* m_caller = nullptr;
   std::exception_ptr m_error; ///< what the body threw, or why its value did not arrive
   std::conditional_t<std::is_void_v<R>, bool, std::optional<R>> m_value{}; ///< unused for void
+  trace_wait m_wait; ///< the caller's, written before the request leaves
 };
 
 } // namespace apgas::detail

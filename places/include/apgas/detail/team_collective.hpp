@@ -7,6 +7,7 @@
 #include "apgas/detail/await_required.hpp"
 #include "apgas/detail/collective_network.hpp"
 #include "apgas/detail/serialization_traits.hpp"
+#include "apgas/detail/trace.hpp"
 #include "apgas/reductions.hpp"
 #include "apgas/task.hpp"
 
@@ -51,6 +52,12 @@ public:
     if (m_error) [[unlikely]]
       std::rethrow_exception(m_error);
   }
+  /// @brief Tracing: records the wait from the suspension (m_since) to now.
+  void trace_wait() const noexcept {
+    const auto since = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        m_since.time_since_epoch()); // the trace's clock is this steady clock
+    trace_record(trace_event{since.count(), trace_now(), 0, 0, 0, 0, trace_kind::collective_wait});
+  }
 
   collective_call m_call;
   std::source_location m_site;
@@ -92,6 +99,8 @@ public:
     return m_waiter.suspend(caller.promise());
   }
   R await_resume() {
+    if (g_trace_on && m_waiter.m_since != std::chrono::steady_clock::time_point{}) [[unlikely]]
+      m_waiter.trace_wait(); // it suspended (m_since is set then)
     m_waiter.rethrow_if_failed();
     return m_buffers.result();
   }
