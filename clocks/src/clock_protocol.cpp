@@ -219,8 +219,8 @@ void clock_protocol::on_report(place_id from, std::span<const std::byte> body) {
   rep.from = from;
   // The fixed fields, as write_report packed them, in one bounds check.
   constexpr std::size_t k_head = sizeof id.home + sizeof id.serial + 6 * sizeof(std::uint64_t);
-  unpack_from(r.read_span(k_head).data(), id.home, id.serial, rep.first_phase, rep.phase,
-              rep.seq, rep.base, rep.completed, rep.carried);
+  unpack_from(r.read_span(k_head).data(), id.home, id.serial, rep.first_phase, rep.phase, rep.seq,
+              rep.base, rep.completed, rep.carried);
   rep.sent = deserialize<std::vector<std::pair<place_id, std::uint64_t>>>(r);
   read_partial(r, m_places, rep.partial);
   r.expect_end();

@@ -476,7 +476,8 @@ TEST(remote_exceptions, the_state_dump_shows_the_failures_a_waiting_finish_holds
           throw std::runtime_error("the failure a hang hides");
           co_return;
         }());
-        co_await async([]() -> task<> { co_await apgas::when([] { return g_dump_release; }, [] {}); }());
+        co_await async(
+            []() -> task<> { co_await apgas::when([] { return g_dump_release; }, [] {}); }());
         co_await async_at(1, watch_the_dump{});
       });
     } catch (const apgas::multiple_exceptions& e) {

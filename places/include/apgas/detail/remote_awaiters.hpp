@@ -11,8 +11,8 @@
 
 #include <atomic>
 #include <coroutine>
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -126,7 +126,7 @@ public:
     serialize_args(w, m_args);
     if constexpr (!is_rpc) e.record_send(*m_caller->m_finish, m_to);
     if (g_trace_on) [[unlikely]]
-      m_wait.begin(); // before the send: the reply may resume us at once
+      m_wait.begin();               // before the send: the reply may resume us at once
     e.finish_at(m_to, bytes, this); // from here on, on_reply may run, on any thread
     // A worker with nothing else to do waits for the reply itself, as a blocking MPI call
     // would: resuming through the scheduler after its next search costs more than a short
