@@ -111,27 +111,37 @@ public:
   at_awaiter(const at_awaiter&) = delete;
   at_awaiter& operator=(const at_awaiter&) = delete;
 
-  bool await_ready() const noexcept { return false; }
+  /// An `at` of a plain function needs nothing of the caller's frame: it is sent here, and a
+  /// worker with nothing else to do waits for the reply itself, as a blocking MPI call would
+  /// (resuming through the scheduler after its next search costs more than a short round
+  /// trip). Here, not in await_suspend: going on from there means resuming the caller from
+  /// inside its own resumption, which a loop of `at`s turns into a deep stack wherever the
+  /// compiler does not make that a tail call (-O1).
+  bool await_ready() {
+    if constexpr (k_rpc) {
+      active_messages& e = active_messages::current();
+      std::vector<std::byte>& bytes = e.start_rpc(m_invoker);
+      byte_writer w(bytes);
+      serialize_args(w, m_args);
+      send(e, bytes);
+      return e.wait_in_place(&replied, this);
+    } else {
+      return false;
+    }
+  }
   template <class P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) {
     require_apgas_caller<P>();
     active_messages& e = active_messages::current();
     m_caller = &caller.promise();
-    constexpr bool is_rpc = std::is_same_v<Invoker, rpc_invoker>;
-    std::vector<std::byte>* message;
-    if constexpr (is_rpc) message = &e.start_rpc(m_invoker);
-    else message = &e.start_at(*m_caller->m_finish, m_invoker);
-    std::vector<std::byte>& bytes = *message;
-    byte_writer w(bytes);
-    serialize_args(w, m_args);
-    if constexpr (!is_rpc) e.record_send(*m_caller->m_finish, m_to);
-    if (g_trace_on) [[unlikely]]
-      m_wait.begin();               // before the send: the reply may resume us at once
-    e.finish_at(m_to, bytes, this); // from here on, on_reply may run, on any thread
-    // A worker with nothing else to do waits for the reply itself, as a blocking MPI call
-    // would: resuming through the scheduler after its next search costs more than a short
-    // round trip.
-    if (e.wait_in_place(&replied, this)) return caller;
+    if constexpr (!k_rpc) {
+      // The body will be an activity of the caller's finish at the other place.
+      std::vector<std::byte>& bytes = e.start_at(*m_caller->m_finish, m_invoker);
+      byte_writer w(bytes);
+      serialize_args(w, m_args);
+      e.record_send(*m_caller->m_finish, m_to);
+      send(e, bytes);
+    }
     // Count what this worker leaves behind before the reply can resume us elsewhere.
     const std::coroutine_handle<> next = t_worker->suspend_for_external();
     if (m_state.exchange(k_suspended, std::memory_order_acq_rel) == k_replied)
@@ -157,11 +167,11 @@ public:
         m_error = std::current_exception(); // the value did not deserialize here
       }
     }
-    promise_base* const caller = m_caller;
-    // After this exchange the awaiter may be gone (a caller waiting in place resumes at once):
-    // nothing of it is read any more.
+    // After this exchange the awaiter may be gone (a caller that waited in place goes on at
+    // once), unless the caller had suspended: then it waits for us, and m_caller, written
+    // before its exchange, is seen through ours.
     if (m_state.exchange(k_replied, std::memory_order_acq_rel) == k_suspended)
-      messages.resume(*caller);
+      messages.resume(*m_caller);
   }
 
 private:
@@ -169,6 +179,13 @@ private:
   /// order: whichever comes second resumes the caller through the scheduler. acq_rel
   /// exchanges: the reply's value and the suspension's bookkeeping are seen by the other side.
   static constexpr std::uint8_t k_waiting = 0, k_suspended = 1, k_replied = 2;
+  static constexpr bool k_rpc = std::is_same_v<Invoker, rpc_invoker>;
+  /// Sends the request; from here on, on_reply may run, on any thread.
+  void send(active_messages& e, std::vector<std::byte>& bytes) {
+    if (g_trace_on) [[unlikely]]
+      m_wait.begin(); // before the send: the reply may come at once
+    e.finish_at(m_to, bytes, this);
+  }
   static bool replied(const void* self) noexcept {
     // acquire: pairs with on_reply's exchange (the value or error written before it).
     return static_cast<const at_awaiter*>(self)->m_state.load(std::memory_order_acquire) ==
