@@ -132,12 +132,14 @@ void scheduler::stop() {
   m_threads.clear();
   // After the joins: nothing records any more (the network's hooks test the flag too, and
   // whoever tears the places down writes the file after this).
-  if (g_trace == m_trace.get()) g_trace_on = false;
+  // Only the scheduler that traces writes the flag: other schedulers of the process (the
+  // fake places of a test) run their workers meanwhile, which read it.
+  if (m_trace != nullptr && g_trace == m_trace.get()) g_trace_on = false;
 }
 
 scheduler::~scheduler() {
   stop();
-  if (g_trace == m_trace.get()) g_trace = nullptr;
+  if (m_trace != nullptr && g_trace == m_trace.get()) g_trace = nullptr;
 }
 
 void scheduler::run_root(promise_base& root) {
