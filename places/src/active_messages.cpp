@@ -7,6 +7,7 @@
 #include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/place.hpp"
 
+#include "batch_relay.hpp"
 #include "distributed_finish.hpp"
 #include <fmt/format.h>
 
@@ -27,16 +28,34 @@ active_messages::active_messages(message_dispatcher& dispatcher, distributed_fin
       m_kind_at(dispatcher.add_handler<&active_messages::on_at>(*this, "at")),
       m_kind_rpc(dispatcher.add_handler<&active_messages::on_rpc>(*this, "rpc")),
       m_kind_batch(dispatcher.add_handler<&active_messages::on_batch>(*this, "batch")),
+      m_kind_relay(dispatcher.add_handler<&active_messages::on_relay>(*this, "relay batch")),
       m_kind_reply(dispatcher.add_handler<&active_messages::on_reply>(*this, "reply")),
       m_counters(dispatcher.sched()),
       m_stages(dispatcher.sched(), std::chrono::microseconds(dispatcher.sched().opts().flush_us),
-               &active_messages::hand_on_staged, this) {
+               &active_messages::hand_on_staged, this),
+      m_relay(std::make_unique<batch_relay>(
+          finish, dispatcher.net(), m_here, m_places, dispatcher.sched().opts().route_above,
+          m_kind_batch, std::chrono::microseconds(dispatcher.sched().opts().flush_us))) {
   m_stages.set_enabled(dispatcher.sched().opts().coalesce);
   dispatcher.expects_messages_when<&active_messages::served_rpcs_lately>(*this);
-  dispatcher.before_each_poll<&active_messages::flush_staged_polled>(*this);
-  dispatcher.before_each_flush<&active_messages::flush_staged_all>(*this);
+  dispatcher.before_each_poll<&active_messages::flush_polled>(*this);
+  dispatcher.before_each_flush<&active_messages::flush_all>(*this);
   dispatcher.on_coalescing_switch<&active_messages::switch_staging>(*this);
 }
+
+active_messages::~active_messages() = default;
+
+void active_messages::flush_polled() noexcept {
+  m_stages.flush_polled();
+  m_relay->flush_aged();
+}
+
+void active_messages::flush_all() noexcept {
+  m_stages.flush_all();
+  m_relay->flush_all();
+}
+
+place_id active_messages::relay_hop(place_id to) const noexcept { return m_relay->hop(to); }
 
 void active_messages::throw_no_runtime() {
   throw std::logic_error("apgas: no runtime: create an apgas::runtime before using places");
@@ -71,6 +90,14 @@ std::vector<std::byte>& active_messages::start_async(finish_state& f, plain_asyn
 
 std::vector<std::byte>& active_messages::start_batch(finish_state& f, batch_invoker inv) {
   return start_message(m_kind_batch, f, reinterpret_cast<const void*>(inv));
+}
+
+std::vector<std::byte>& active_messages::start_relay(finish_state& f, batch_invoker inv,
+                                                     std::uint32_t update_bytes,
+                                                     std::uint32_t hold_bytes,
+                                                     std::uint32_t targets) {
+  return start_message(m_kind_relay, f, reinterpret_cast<const void*>(inv), update_bytes,
+                       hold_bytes, targets);
 }
 
 void active_messages::count_and_send(finish_state& f, place_id to,
@@ -332,6 +359,24 @@ void active_messages::on_batch(place_id from, std::span<const std::byte> body) {
   // otherwise be copied, wait behind this place's own work (piling up in memory) and take a
   // frame; a failed update fails the batch's activity.
   m_finish.run_arrived(id, from, [&] { inv(r); });
+}
+
+void active_messages::on_relay(place_id from, std::span<const std::byte> body) {
+  byte_reader r(body);
+  const auto [id, code] = read_checked_head(r, from, code_kind::batch);
+  const auto update_bytes = deserialize<std::uint32_t>(r);
+  const auto hold_bytes = deserialize<std::uint32_t>(r);
+  const auto target_count = deserialize<std::uint32_t>(r);
+  const std::span<const std::byte> targets =
+      r.read_span(std::size_t{target_count} * k_relay_target_bytes);
+  const std::span<const std::byte> records = r.read_span(r.remaining());
+  const std::size_t record = batch_relay::k_index_bytes + std::size_t{update_bytes};
+  if (update_bytes == 0 || target_count == 0 || records.empty() || records.size() % record != 0)
+      [[unlikely]]
+    throw transport_error(fmt::format("apgas: place {}: a relay batch from place {} has {} bytes "
+                                      "of updates, not a positive multiple of {}",
+                                      m_here, from, records.size(), record));
+  m_relay->take(from, id, code, update_bytes, hold_bytes, targets, records);
 }
 
 namespace {

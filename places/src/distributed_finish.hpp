@@ -163,6 +163,19 @@ public:
     }
     end_strands(px, 1);
   }
+  /// @brief As run_arrived, for a caller that runs the activity itself: counted now; the caller
+  /// ends it with end_strands(px, 1) (a relay batch, batch_relay.hpp).
+  proxy& open_arrived(const finish_id& id, place_id from) {
+    flush_arrivals(); // the gathered ones are counted first
+    return arrive(id, from);
+  }
+  /// @brief One more strand of `px`, opened by a strand of it that is still running (so its
+  /// count is not zero): it keeps the part open until end_strands (a held relay batch).
+  static void add_strand(proxy& px) noexcept {
+    // relaxed: the count cannot be zero (the opener runs), as for a local spawn; the opener's
+    // own end_strands, later on this thread, releases it.
+    px.fs.m_count.fetch_add(1, std::memory_order_relaxed);
+  }
   /// @brief Counts the gathered activities in their proxy, then makes them runnable (after
   /// each delivery, and before anything that must see them counted).
   void flush_arrivals() noexcept;

@@ -6,6 +6,7 @@
 #include "apgas/finish.hpp"
 #include "apgas/place.hpp"
 
+#include "batch_relay.hpp"
 #include "distributed_finish.hpp"
 
 #include <optional>
@@ -29,6 +30,7 @@ message_counts& message_counts::operator+=(const message_counts& o) noexcept {
   bytes_received += o.bytes_received;
   backpressure_waits += o.backpressure_waits;
   messages_forwarded += o.messages_forwarded;
+  updates_relayed += o.updates_relayed;
   return *this;
 }
 
@@ -48,6 +50,7 @@ message_counts operator-(message_counts later, const message_counts& earlier) no
   later.bytes_received -= earlier.bytes_received;
   later.backpressure_waits -= earlier.backpressure_waits;
   later.messages_forwarded -= earlier.messages_forwarded;
+  later.updates_relayed -= earlier.updates_relayed;
   return later;
 }
 
@@ -59,7 +62,8 @@ message_counts local_message_counts() {
   // relaxed: statistics; nothing is ordered by them (see the thread-safety line in the header).
   constexpr auto relaxed = std::memory_order_relaxed;
   message_counts m;
-  m.activities_sent = a.activities_sent.load(relaxed);
+  const detail::batch_relay& relay = detail::active_messages::current().relay();
+  m.activities_sent = a.activities_sent.load(relaxed) + relay.batches_sent();
   m.at_replies_sent = a.replies_sent.load(relaxed);
   m.finish_reports_sent = c.reports_sent.load(relaxed);
   m.finish_asks_sent = c.asks_sent.load(relaxed);
@@ -74,6 +78,7 @@ message_counts local_message_counts() {
   m.bytes_received = t.bytes_received;
   m.backpressure_waits = t.backpressure_waits;
   m.messages_forwarded = t.forwarded_messages;
+  m.updates_relayed = relay.updates_relayed();
   return m;
 }
 

@@ -273,6 +273,9 @@ std::string runtime::message_stats() const {
   if (places() > opts().route_above)
     s += fmt::format("  {:<34} {} (--route-above {}: messages between two other places)\n",
                      "messages forwarded", c.messages_forwarded, opts().route_above);
+  if (places() > opts().route_above)
+    s += fmt::format("  {:<34} {} (for places outside this one's row and column)\n",
+                     "aggregated updates relayed", c.updates_relayed);
   s += fmt::format("  {:<34} {}\n", "MPI sends in flight, at most", t.peak_sends_in_flight);
   s += fmt::format("  {:<34} {} bytes per destination{}\n", "coalescing buffer", t.buffer_bytes,
                    t.buffer_bytes < opts().coalesce_bytes

@@ -34,7 +34,12 @@
 ///    updates' arguments): its loop can then keep what it reads of T in registers and count
 ///    once per batch. What it throws fails that batch.
 ///  - Memory: at most one buffer of `bytes_per_place` per destination this aggregator has sent
-///    to (allocated on the first update for that place), and a table of 40 bytes per place.
+///    to (allocated on the first update for that place), and a table of 64 bytes per place.
+///    With routing on (more places than --route-above), only the places of this place's row
+///    and column of the routing grid get buffers of their own: the updates for any other place
+///    share one relay buffer per intermediate place (4 bytes more per update, the index of
+///    its target in the buffer's table of targets), and the intermediate sorts them into batches per destination, which it holds
+///    until they are full, so a place keeps about 3 sqrt(P) buffers (see docs/scaling.md).
 ///  - Ordering: none between updates, as between any asyncs.
 #pragma once
 
@@ -43,6 +48,8 @@
 #include "apgas/place.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -52,6 +59,7 @@
 #include <stdexcept>
 #include <tuple>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -94,8 +102,9 @@ public:
 
   aggregator(aggregator&& other) noexcept
       : m_messages(other.m_messages), m_capacity(other.m_capacity),
-        m_finish(std::exchange(other.m_finish, nullptr)),
-        m_places(std::exchange(other.m_places, 0)), m_buffers(std::move(other.m_buffers)) {}
+        m_relay_capacity(other.m_relay_capacity),
+        m_finish(std::exchange(other.m_finish, nullptr)), m_places(std::exchange(other.m_places, 0)),
+        m_buffers(std::move(other.m_buffers)), m_relays(std::move(other.m_relays)) {}
   aggregator& operator=(aggregator&&) = delete;
   aggregator(const aggregator&) = delete;
   aggregator& operator=(const aggregator&) = delete;
@@ -125,6 +134,14 @@ public:
         write(b, args...);
         return;
       }
+      // A place reached through an intermediate has no buffer of its own (no room above):
+      // its updates go to the intermediate's, under the index of their target there.
+      if (relay_buffer* r = b.relay; r != nullptr && b.relay_epoch == r->epoch &&
+                                     b.target == target &&
+                                     static_cast<std::size_t>(r->end - r->next) >= k_record_bytes) {
+        write_relayed(*r, b.relay_index, args...);
+        return;
+      }
     }
     push_slow(target, args...);
   }
@@ -136,23 +153,48 @@ public:
   std::size_t pending() const noexcept {
     std::size_t n = 0;
     for (const buffer& b : m_buffers) n += b.used();
-    return n / k_update_bytes;
+    std::size_t relayed = 0;
+    for (const auto& [hop, r] : m_relays) relayed += r->used();
+    return n / k_update_bytes + relayed / k_record_bytes;
   }
 
 private:
   template <class, class, class...>
   friend struct detail::make_aggregator_awaiter;
 
+  /// An update in a relay buffer: the index of its target in the buffer's table, then its
+  /// arguments.
+  static constexpr std::size_t k_record_bytes = sizeof(std::uint32_t) + k_update_bytes;
+  static_assert(sizeof(global_ref<T>) == detail::k_relay_target_bytes &&
+                std::is_trivially_copyable_v<global_ref<T>>);
+
   aggregator(detail::finish_state& owner, std::size_t bytes_per_place)
       : m_messages(&detail::active_messages::current()),
         m_capacity(std::max<std::size_t>(1, bytes_per_place / k_update_bytes) * k_update_bytes),
+        m_relay_capacity(std::max<std::size_t>(1, bytes_per_place / k_record_bytes) *
+                         k_record_bytes),
         m_finish(&owner), m_places(m_messages->places()), m_buffers(m_places) {}
 
+  /// Updates for the places reached through one intermediate place, `hop`.
+  struct relay_buffer {
+    place_id hop = 0;
+    /// Counts the buffer's sends: a buffer's relay_index is valid while its epoch is this.
+    std::uint64_t epoch = 1;
+    std::vector<global_ref<T>> targets; ///< of the updates buffered, by index
+    std::unique_ptr<std::byte[]> data;  ///< m_relay_capacity bytes
+    std::byte* next = nullptr;
+    std::byte* end = nullptr;
+    std::size_t used() const noexcept { return static_cast<std::size_t>(next - data.get()); }
+  };
   struct buffer {
     global_ref<T> target;              ///< where the buffered updates go
     std::unique_ptr<std::byte[]> data; ///< m_capacity bytes, allocated on the first update
     std::byte* next = nullptr;         ///< where the next update goes
     std::byte* end = nullptr;          ///< data + m_capacity
+    relay_buffer* relay = nullptr;     ///< for a place reached through an intermediate
+    /// Relayed: `target`'s index in relay->targets, while relay->epoch is relay_epoch.
+    std::uint32_t relay_index = 0;
+    std::uint64_t relay_epoch = 0;
     std::size_t used() const noexcept { return static_cast<std::size_t>(next - data.get()); }
   };
 
@@ -162,6 +204,24 @@ private:
     if (target == global_ref<T>{})
       throw std::invalid_argument("apgas::aggregator: push to a null global_ref");
     buffer& b = m_buffers[p];
+    if (b.relay == nullptr && !b.data) { // the first update for p: direct or relayed?
+      const place_id hop = m_messages->relay_hop(p);
+      if (hop != p) b.relay = &relay_to(hop);
+    }
+    if (b.relay != nullptr) {
+      relay_buffer& r = *b.relay;
+      if (static_cast<std::size_t>(r.end - r.next) < k_record_bytes ||
+          (r.targets.size() == k_max_relay_targets && b.relay_epoch != r.epoch))
+        send_relay(r); // full
+      if (b.relay_epoch != r.epoch || b.target != target) { // a new target in this buffer
+        b.relay_index = static_cast<std::uint32_t>(r.targets.size());
+        r.targets.push_back(target);
+        b.target = target;
+        b.relay_epoch = r.epoch;
+      }
+      write_relayed(r, b.relay_index, args...);
+      return;
+    }
     if (b.used() != 0) send(p); // full, or for another target at that place
     if (!b.data) {
       b.data = std::make_unique<std::byte[]>(m_capacity);
@@ -178,9 +238,53 @@ private:
     b.next = at;
   }
 
+  [[gnu::always_inline]] static void write_relayed(relay_buffer& r, std::uint32_t index,
+                                                   const Args&... args) noexcept {
+    std::byte* at = r.next;
+    std::memcpy(at, &index, sizeof index);
+    at += sizeof index;
+    ((std::memcpy(at, std::addressof(args), sizeof args), at += sizeof args), ...);
+    r.next = at;
+  }
+
+  /// The relay buffer through `hop`, allocated on its first use.
+  relay_buffer& relay_to(place_id hop) {
+    std::unique_ptr<relay_buffer>& r = m_relays[hop];
+    if (r == nullptr) {
+      auto made = std::make_unique<relay_buffer>();
+      made->hop = hop;
+      made->data = std::make_unique<std::byte[]>(m_relay_capacity);
+      made->next = made->data.get();
+      made->end = made->next + m_relay_capacity;
+      r = std::move(made);
+    }
+    return *r;
+  }
+
   void send_all() {
     for (place_id p = 0; p < m_places; ++p)
       if (m_buffers[p].used() != 0) send(p);
+    for (auto& [hop, r] : m_relays)
+      if (r->used() != 0) send_relay(*r);
+  }
+
+  /// One relay batch to an intermediate place (see places/src/batch_relay.hpp), counted by the
+  /// finish as one activity sent there, emptied once sent as send() does.
+  void send_relay(relay_buffer& r) {
+    constexpr auto run = &detail::run_update_batch<F, T, Args...>;
+    (void)detail::registered_entry<run, detail::code_kind::batch>::value;
+    std::vector<std::byte>& bytes = m_messages->start_relay(
+        *m_finish, run, static_cast<std::uint32_t>(k_update_bytes),
+        static_cast<std::uint32_t>(std::min<std::size_t>(m_capacity, UINT32_MAX)),
+        static_cast<std::uint32_t>(r.targets.size()));
+    byte_writer w(bytes);
+    w.write_bytes(r.targets.data(), r.targets.size() * sizeof(global_ref<T>));
+    w.write_bytes(r.data.get(), r.used());
+    m_messages->send_async(*m_finish, r.hop, bytes);
+    r.next = r.data.get();
+    r.targets.clear();
+    ++r.epoch;
+    if (detail::worker* self = detail::t_worker) self->count_toward_poll(k_pushes_per_batch);
   }
 
   /// One batch: a message that runs run_update_batch (target, then the updates' bytes), counted
@@ -200,14 +304,19 @@ private:
     if (detail::worker* self = detail::t_worker) self->count_toward_poll(k_pushes_per_batch);
   }
 
+  /// Targets a relay buffer names at most (its updates' indices stay small).
+  static constexpr std::size_t k_max_relay_targets = 1u << 16;
   /// What a batch sent counts toward the worker's next busy poll (see worker::push).
   static constexpr std::uint32_t k_pushes_per_batch = detail::worker::k_busy_poll_pushes / 4;
 
   detail::active_messages* m_messages;
   std::size_t m_capacity;         ///< bytes per buffer, a whole number of updates
+  std::size_t m_relay_capacity;   ///< bytes per relay buffer, a whole number of records
   detail::finish_state* m_finish; ///< the owner's; null once moved from
   place_id m_places;              ///< m_buffers.size(); 0 once moved from
   std::vector<buffer> m_buffers;  ///< by destination place
+  /// By intermediate place (at most about sqrt(P)); a buffer's relay points into one.
+  std::unordered_map<place_id, std::unique_ptr<relay_buffer>> m_relays;
 };
 
 /// @brief The updates of one batch as they arrived, for an F that takes a whole batch

@@ -40,6 +40,9 @@ struct message_counts {
   /// Messages between two other places that went through this one (beyond --route-above
   /// places): in its network messages and bytes, not in its logical ones.
   std::uint64_t messages_forwarded = 0;
+  /// Aggregated updates for other places that this one sorted into batches, as the
+  /// intermediate of routed aggregation (their batches count as activities sent here).
+  std::uint64_t updates_relayed = 0;
 
   /// @brief Finish control messages: reports, asks and cleanups.
   std::uint64_t finish_control_sent() const noexcept {

@@ -19,6 +19,9 @@
 //   batch      finish id, code offset, arguments       -> an aggregator's batch of updates
 //              (<apgas/aggregator.hpp>): an activity of the finish that runs in the handler
 //              where it arrives, straight from the received bytes, and ends there
+//   relay batch  finish id, code offset, update bytes, hold bytes, target count n, n targets,
+//              then updates each with its target's index -> updates for places beyond this
+//              one, sorted here into held batches (routed aggregation, batch_relay.hpp)
 //   reply      token, ok flag, value bytes or the error  -> resumes the waiting `at` (an error
 //              is written by exception_codec.hpp, and reported to the caller only)
 #pragma once
@@ -39,6 +42,7 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
@@ -46,6 +50,10 @@
 namespace apgas::detail {
 
 class distributed_finish;
+class batch_relay;
+
+/// @brief The bytes of a target in a relay batch's table: a global_ref's (its place first).
+inline constexpr std::size_t k_relay_target_bytes = 16;
 
 /// @brief Where the value of an `at` goes back to: a place and the waiting awaiter there.
 struct reply_address {
@@ -94,6 +102,7 @@ class active_messages final : public protocol_module {
 public:
   /// @param finish the distributed finish module of the same dispatcher.
   active_messages(message_dispatcher& dispatcher, distributed_finish& finish);
+  ~active_messages() override;
 
   /// @brief The module of this process's runtime. pre: a runtime exists.
   static active_messages& current() {
@@ -126,6 +135,16 @@ public:
   std::vector<std::byte>& start_async(finish_state& f, plain_async_invoker inv);
   /// @brief As start_async, for an aggregator's batch (sent with send_async too).
   std::vector<std::byte>& start_batch(finish_state& f, batch_invoker inv);
+  /// @brief Where an aggregator's batch for `to` goes: `to`, or the intermediate place that
+  /// relays it (routing on and `to` outside this place's row and column, see batch_relay.hpp).
+  place_id relay_hop(place_id to) const noexcept;
+  /// @brief As start_batch, for a relay batch to an intermediate place: `targets` targets of
+  /// 16 bytes follow, then the updates, each `update_bytes` bytes after its target's 32-bit
+  /// index; the intermediate's batches for each destination leave once they hold
+  /// `hold_bytes`. Sent with send_async.
+  std::vector<std::byte>& start_relay(finish_state& f, batch_invoker inv,
+                                      std::uint32_t update_bytes, std::uint32_t hold_bytes,
+                                      std::uint32_t targets);
   /// @brief Counts (as record_send) and sends an activity message begun by start_async.
   void send_async(finish_state& f, place_id to, const std::vector<std::byte>& bytes);
   /// @brief A plain async whose arguments are all bitwise (and not none), in one call, `inv`
@@ -182,6 +201,8 @@ public:
   /// @brief Resumes an activity that waited for a reply.
   void resume(promise_base& p) { m_sched.inject(as_independent(&p)); }
   const active_message_counters& counters() const noexcept { return m_counters; }
+  /// @brief The relay of routed aggregation (its counters).
+  const batch_relay& relay() const noexcept { return *m_relay; }
 
 private:
   /// Inline on the path of every remote call (current(), check_place), their throws are not.
@@ -214,6 +235,7 @@ private:
   void on_at(place_id from, std::span<const std::byte> body);
   void on_rpc(place_id from, std::span<const std::byte> body);
   void on_batch(place_id from, std::span<const std::byte> body);
+  void on_relay(place_id from, std::span<const std::byte> body);
   void on_reply(place_id from, std::span<const std::byte> body);
   void on_activity(place_id from, std::span<const std::byte> body, bool is_at);
   /// Reads a message's finish id and code offset from `r` and checks them (check_message).
@@ -224,14 +246,17 @@ private:
   /// plain_stages::hand_on_fn: a staged run goes on to the coalescer, one merged append.
   static void hand_on_staged(void* self, place_id to, const finish_id& id, std::int64_t code,
                              std::uint32_t args_bytes, const std::byte* bytes, std::uint32_t count);
-  void flush_staged_polled() noexcept { m_stages.flush_polled(); }
-  void flush_staged_all() noexcept { m_stages.flush_all(); }
   void switch_staging(bool on) noexcept {
     if (!on) m_stages.flush_all(); // what was staged leaves now, as later asyncs will
     m_stages.set_enabled(on);
   }
-  /// True if this place ran an rpc lately (out of line: reads the clock; idle workers ask).
+  /// True if this place ran an rpc lately (out of line: reads the clock; idle workers ask), or
+  /// holds relayed updates (they leave on a poll after options::flush_us).
   bool served_rpcs_lately() const noexcept;
+  /// Before each poll: staged plain runs, and relayed updates held for options::flush_us.
+  void flush_polled() noexcept;
+  /// Before each flush: every staged run and held relayed batch.
+  void flush_all() noexcept;
 
   message_dispatcher& m_dispatcher;
   distributed_finish& m_finish;
@@ -246,9 +271,11 @@ private:
   message_kind m_kind_at;
   message_kind m_kind_rpc;
   message_kind m_kind_batch;
+  message_kind m_kind_relay;
   message_kind m_kind_reply;
   active_message_counters m_counters;
   plain_stages m_stages; ///< plain runs staged by this place's workers
+  std::unique_ptr<batch_relay> m_relay; ///< aggregator batches this place relays
   reply_table m_replies; ///< requests waiting for their replies, by token
   /// The finish of rpc bodies that arrive while the handler runs inside a strand and so run as
   /// activities (see on_rpc): never waited for, its count never falls to zero (the one it
