@@ -40,6 +40,8 @@ active_messages::active_messages(message_dispatcher& dispatcher, distributed_fin
   dispatcher.expects_messages_when<&active_messages::served_rpcs_lately>(*this);
   dispatcher.before_each_poll<&active_messages::flush_polled>(*this);
   dispatcher.before_each_flush<&active_messages::flush_all>(*this);
+  dispatcher.describes_state_with<&active_messages::describe_relayed>(
+      *this, "aggregated updates held for other places (routed aggregation)");
   dispatcher.on_coalescing_switch<&active_messages::switch_staging>(*this);
 }
 
@@ -56,6 +58,8 @@ void active_messages::flush_all() noexcept {
 }
 
 place_id active_messages::relay_hop(place_id to) const noexcept { return m_relay->hop(to); }
+
+std::string active_messages::describe_relayed() const { return m_relay->describe(); }
 
 void active_messages::throw_no_runtime() {
   throw std::logic_error("apgas: no runtime: create an apgas::runtime before using places");

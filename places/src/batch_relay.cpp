@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -33,12 +34,12 @@ std::int64_t now_ns() noexcept {
 }
 } // namespace
 
-batch_relay::batch_relay(distributed_finish& finish, transport& net, place_id here,
-                         place_id places, std::uint32_t route_above, message_kind batch_kind,
+batch_relay::batch_relay(distributed_finish& finish, transport& net, place_id here, place_id places,
+                         std::uint32_t route_above, message_kind batch_kind,
                          std::chrono::microseconds flush_after)
-    : m_finish(finish), m_net(net), m_here(here), m_places(places),
-      m_grid(places, route_above), m_columns(m_grid.columns()),
-      m_rows((places + m_columns - 1) / m_columns), m_batch_kind(batch_kind),
+    : m_finish(finish), m_net(net), m_here(here), m_places(places), m_grid(places, route_above),
+      m_columns(m_grid.columns()), m_rows((places + m_columns - 1) / m_columns),
+      m_batch_kind(batch_kind),
       m_flush_after_ns(std::chrono::duration_cast<std::chrono::nanoseconds>(flush_after).count()) {}
 
 std::size_t batch_relay::relay_slot(place_id to) const noexcept {
@@ -106,9 +107,8 @@ void batch_relay::take(place_id from, const finish_id& id, std::int64_t code,
       std::memcpy(&index, at, sizeof index);
       const std::byte* target = targets.data() + std::size_t{index} * k_relay_target_bytes;
       held_batch& h = g.slots[m_target_slots[index]];
-      if (!h.bytes.empty() &&
-          std::memcmp(h.bytes.data() + head - k_relay_target_bytes, target,
-                      k_relay_target_bytes) != 0) {
+      if (!h.bytes.empty() && std::memcmp(h.bytes.data() + head - k_relay_target_bytes, target,
+                                          k_relay_target_bytes) != 0) {
         // Another target at that place (or a place that shares the slot: not on the grid's
         // paths, but the message says so): the batch so far leaves first.
         ready.push_back(std::move(h));
@@ -176,6 +176,24 @@ void batch_relay::flush(bool all) noexcept {
     take_due_locked(all, now, due);
   }
   send(due);
+}
+
+std::string batch_relay::describe() const {
+  std::lock_guard guard(m_mutex);
+  std::string out;
+  const std::int64_t now = now_ns();
+  for (const auto& [key, g] : m_groups) {
+    std::int64_t oldest = now;
+    std::size_t bytes = 0;
+    for (const held_batch& h : g.slots) {
+      if (h.bytes.empty()) continue;
+      oldest = std::min(oldest, h.since_ns);
+      bytes += h.bytes.size();
+    }
+    out += fmt::format("    finish {}:{}: {} batches held ({} bytes), the oldest for {} us\n",
+                       key.id.home, key.id.serial, g.held, bytes, (now - oldest) / 1000);
+  }
+  return out;
 }
 
 void batch_relay::send(std::vector<held_batch>& batches) noexcept {

@@ -80,11 +80,13 @@ public:
   void flush_aged() noexcept { flush(false); }
   /// @brief Sends every held batch (before each flush of the network: its caller goes idle).
   void flush_all() noexcept { flush(true); }
-  /// @brief True while a batch is held (idle workers then poll at short intervals).
-  bool holding() const noexcept {
-    return m_held_batches.load(std::memory_order_relaxed) != 0; // a hint (see m_held_batches)
+  /// @brief Batches held now (a hint: see m_held_batches).
+  std::size_t batches_held() const noexcept {
+    return m_held_batches.load(std::memory_order_relaxed);
   }
 
+  /// @brief One line per finish whose updates this place holds (for a hung run's dump).
+  std::string describe() const;
   /// @brief Relay batches taken and updates relayed (statistics).
   std::uint64_t relay_batches() const noexcept {
     return m_relay_batches.load(std::memory_order_relaxed);
@@ -145,7 +147,7 @@ private:
   const message_kind m_batch_kind;
   const std::int64_t m_flush_after_ns;
 
-  std::mutex m_mutex; ///< guards m_groups and m_spare
+  mutable std::mutex m_mutex; ///< guards m_groups and m_spare
   std::unordered_map<group_key, group, group_key_hash> m_groups;
   std::vector<std::vector<std::byte>> m_spare; ///< buffers of sent batches, for reuse
   /// take's: the slot of each target of the relay batch (handler context only).

@@ -38,8 +38,9 @@
 ///    With routing on (more places than --route-above), only the places of this place's row
 ///    and column of the routing grid get buffers of their own: the updates for any other place
 ///    share one relay buffer per intermediate place (4 bytes more per update, the index of
-///    its target in the buffer's table of targets), and the intermediate sorts them into batches per destination, which it holds
-///    until they are full, so a place keeps about 3 sqrt(P) buffers (see docs/scaling.md).
+///    its target in the buffer's table of targets), and the intermediate sorts them into batches
+///    per destination, which it holds until they are full, so a place keeps about 3 sqrt(P) buffers
+///    (see docs/scaling.md).
 ///  - Ordering: none between updates, as between any asyncs.
 #pragma once
 
@@ -49,8 +50,8 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -102,9 +103,9 @@ public:
 
   aggregator(aggregator&& other) noexcept
       : m_messages(other.m_messages), m_capacity(other.m_capacity),
-        m_relay_capacity(other.m_relay_capacity),
-        m_finish(std::exchange(other.m_finish, nullptr)), m_places(std::exchange(other.m_places, 0)),
-        m_buffers(std::move(other.m_buffers)), m_relays(std::move(other.m_relays)) {}
+        m_relay_capacity(other.m_relay_capacity), m_finish(std::exchange(other.m_finish, nullptr)),
+        m_places(std::exchange(other.m_places, 0)), m_buffers(std::move(other.m_buffers)),
+        m_relays(std::move(other.m_relays)) {}
   aggregator& operator=(aggregator&&) = delete;
   aggregator(const aggregator&) = delete;
   aggregator& operator=(const aggregator&) = delete;
@@ -212,7 +213,7 @@ private:
       relay_buffer& r = *b.relay;
       if (static_cast<std::size_t>(r.end - r.next) < k_record_bytes ||
           (r.targets.size() == k_max_relay_targets && b.relay_epoch != r.epoch))
-        send_relay(r); // full
+        send_relay(r);                                      // full
       if (b.relay_epoch != r.epoch || b.target != target) { // a new target in this buffer
         b.relay_index = static_cast<std::uint32_t>(r.targets.size());
         r.targets.push_back(target);

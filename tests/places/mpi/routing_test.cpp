@@ -13,9 +13,9 @@
 #include <gtest/gtest.h>
 
 #include <array>
-#include <utility>
 #include <atomic>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 using apgas::finish;
@@ -150,10 +150,10 @@ TEST(routing, random_aggregated_streams_arrive_exactly_once) {
               [](std::uint64_t round) -> task<> {
                 std::vector<global_ref<arrivals>> first, second;
                 for (place_id d = 0; d < apgas::places(); ++d) {
-                  first.push_back(co_await apgas::at(
-                      d, [] { return global_ref<arrivals>(g_arrivals); }));
-                  second.push_back(co_await apgas::at(
-                      d, [] { return global_ref<arrivals>(g_arrivals_b); }));
+                  first.push_back(
+                      co_await apgas::at(d, [] { return global_ref<arrivals>(g_arrivals); }));
+                  second.push_back(
+                      co_await apgas::at(d, [] { return global_ref<arrivals>(g_arrivals_b); }));
                 }
                 constexpr std::size_t k_sizes[] = {8, 64, 512, 8192};
                 auto agg = co_await apgas::make_aggregator<arrive_update, arrivals, std::uint32_t,
@@ -162,8 +162,7 @@ TEST(routing, random_aggregated_streams_arrive_exactly_once) {
                 const auto me = static_cast<std::uint32_t>(apgas::here());
                 for (std::uint32_t i = 0; i < k_per_pair; ++i) {
                   const random_update u = draw(round, me, i, apgas::places());
-                  agg.push(u.second_object ? second[u.destination] : first[u.destination], me,
-                           i);
+                  agg.push(u.second_object ? second[u.destination] : first[u.destination], me, i);
                   if (u.flush_after) agg.flush();
                 }
               },
@@ -195,11 +194,11 @@ TEST(routing, random_aggregated_streams_arrive_exactly_once) {
 TEST(routing, aggregated_updates_across_the_grid_are_relayed) {
   const std::uint64_t relayed = g_rt->run([]() -> task<std::uint64_t> {
     const std::uint64_t before = (co_await apgas::total_message_counts()).updates_relayed;
-    const auto last = co_await apgas::at(apgas::places() - 1,
-                                         [] { return global_ref<arrivals>(g_arrivals); });
+    const auto last =
+        co_await apgas::at(apgas::places() - 1, [] { return global_ref<arrivals>(g_arrivals); });
     co_await finish([&]() -> task<> {
-      auto agg = co_await apgas::make_aggregator<arrive_update, arrivals, std::uint32_t,
-                                                 std::uint32_t>();
+      auto agg =
+          co_await apgas::make_aggregator<arrive_update, arrivals, std::uint32_t, std::uint32_t>();
       for (std::uint32_t i = 0; i < 1000; ++i) agg.push(last, 0, i);
     });
     (void)g_arrivals.take();

@@ -44,6 +44,7 @@
 #include <exception>
 #include <memory>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -250,9 +251,10 @@ private:
     if (!on) m_stages.flush_all(); // what was staged leaves now, as later asyncs will
     m_stages.set_enabled(on);
   }
-  /// True if this place ran an rpc lately (out of line: reads the clock; idle workers ask), or
-  /// holds relayed updates (they leave on a poll after options::flush_us).
+  /// True if this place ran an rpc lately (out of line: reads the clock; idle workers ask).
   bool served_rpcs_lately() const noexcept;
+  /// The state dump's lines for the batches this place holds for others.
+  std::string describe_relayed() const;
   /// Before each poll: staged plain runs, and relayed updates held for options::flush_us.
   void flush_polled() noexcept;
   /// Before each flush: every staged run and held relayed batch.
@@ -274,9 +276,9 @@ private:
   message_kind m_kind_relay;
   message_kind m_kind_reply;
   active_message_counters m_counters;
-  plain_stages m_stages; ///< plain runs staged by this place's workers
+  plain_stages m_stages;                ///< plain runs staged by this place's workers
   std::unique_ptr<batch_relay> m_relay; ///< aggregator batches this place relays
-  reply_table m_replies; ///< requests waiting for their replies, by token
+  reply_table m_replies;                ///< requests waiting for their replies, by token
   /// The finish of rpc bodies that arrive while the handler runs inside a strand and so run as
   /// activities (see on_rpc): never waited for, its count never falls to zero (the one it
   /// starts with is never released), and nothing it runs can fail (failures are replied).
