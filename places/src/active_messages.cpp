@@ -5,6 +5,7 @@
 #include "apgas/detail/code_registry.hpp"
 #include "apgas/detail/exception_codec.hpp"
 #include "apgas/detail/message_dispatcher.hpp"
+#include "apgas/detail/steady_time.hpp"
 #include "apgas/place.hpp"
 
 #include "batch_relay.hpp"
@@ -423,9 +424,7 @@ void active_messages::on_rpc(place_id from, std::span<const std::byte> body) {
 bool active_messages::served_rpcs_lately() const noexcept {
   // As long as the spin of an idle worker that expects messages (see scheduler.cpp).
   constexpr std::int64_t k_rpc_alert_ns = 1'000'000;
-  const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::steady_clock::now().time_since_epoch())
-                               .count();
+  const std::int64_t now = steady_now_ns();
   // relaxed: hints (see m_rpcs_served).
   const std::uint64_t served = m_rpcs_served.load(std::memory_order_relaxed);
   if (served != m_rpcs_noticed.load(std::memory_order_relaxed)) {

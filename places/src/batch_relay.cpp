@@ -3,6 +3,7 @@
 #include "batch_relay.hpp"
 
 #include "apgas/detail/message_format.hpp"
+#include "apgas/detail/steady_time.hpp"
 
 #include <fmt/format.h>
 
@@ -13,12 +14,6 @@
 namespace apgas::detail {
 
 namespace {
-std::int64_t now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 [[noreturn, gnu::cold]] void throw_bad_record(place_id here, place_id from, place_id to) {
   throw transport_error(fmt::format("apgas: place {}: a relay batch from place {} holds an update "
                                     "for place {}, which this place does not relay to (a damaged "
@@ -60,7 +55,7 @@ void batch_relay::start_held(held_batch& h, proxy& px, place_id to, const finish
   m_finish.add_strand(px); // a strand of px runs (the relay batch): the count is not zero
   h.px = &px;
   h.to = to;
-  h.since_ns = now_ns();
+  h.since_ns = steady_now_ns();
   // relaxed: hints (see m_held_batches), written under the lock.
   if (m_held_batches.fetch_add(1, std::memory_order_relaxed) == 0)
     m_oldest_ns.store(h.since_ns, std::memory_order_relaxed);
@@ -168,7 +163,7 @@ void batch_relay::flush(bool all) noexcept {
   // relaxed: hints. A batch held by another thread that this one does not see yet leaves at a
   // later poll, or when that thread's place goes idle.
   if (m_held_batches.load(std::memory_order_relaxed) == 0) return;
-  const std::int64_t now = now_ns();
+  const std::int64_t now = steady_now_ns();
   if (!all && now - m_oldest_ns.load(std::memory_order_relaxed) < m_flush_after_ns) return;
   std::vector<held_batch> due;
   {
@@ -181,7 +176,7 @@ void batch_relay::flush(bool all) noexcept {
 std::string batch_relay::describe() const {
   std::lock_guard guard(m_mutex);
   std::string out;
-  const std::int64_t now = now_ns();
+  const std::int64_t now = steady_now_ns();
   for (const auto& [key, g] : m_groups) {
     std::int64_t oldest = now;
     std::size_t bytes = 0;

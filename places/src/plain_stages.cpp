@@ -1,17 +1,11 @@
 // Plain runs staged per worker (see plain_stages.hpp): starting, handing on and flushing.
 #include "apgas/detail/plain_stages.hpp"
 
+#include "apgas/detail/steady_time.hpp"
+
 #include <utility>
 
 namespace apgas::detail {
-
-namespace {
-std::int64_t now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-} // namespace
 
 plain_stages::plain_stages(const scheduler& sched, std::chrono::microseconds flush_after,
                            hand_on_fn hand_on, void* context)
@@ -27,7 +21,7 @@ void plain_stages::start_run_locked(stage& st, std::size_t i, place_id to, const
     // relaxed: a hint for other threads' flushes (see m_busy_stages); the stage's contents
     // are read under its lock.
     m_busy_stages.fetch_add(1, std::memory_order_relaxed);
-    st.since_ns.store(now_ns(), std::memory_order_relaxed);
+    st.since_ns.store(steady_now_ns(), std::memory_order_relaxed);
   }
   slot& s = st.slots[i];
   s.to = to;
@@ -61,7 +55,7 @@ void plain_stages::flush(bool all) noexcept {
   if (m_busy_stages.load(std::memory_order_relaxed) == 0) return;
   const worker* w = t_worker;
   const unsigned own = w != nullptr && &w->sched() == m_sched ? w->index() : m_stage_count;
-  const std::int64_t now = all ? 0 : now_ns();
+  const std::int64_t now = all ? 0 : steady_now_ns();
   for (unsigned i = 0; i < m_stage_count; ++i) {
     stage& st = m_stages[i];
     // relaxed: a hint, checked again under the lock (busy_slots).
