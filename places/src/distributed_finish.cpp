@@ -396,11 +396,15 @@ void distributed_finish::apply_report(const finish_report& rep,
 
 void distributed_finish::on_home_quiet(finish_state& f) noexcept {
   home_link& link = *home_link_of(f);
-  // The finish's asyncs that workers still stage leave before the asks: a place asked before
-  // they arrive reports twice.
-  m_dispatcher.flush_held_back();
   try {
-    send_asks(link.id, link.tally.on_home_quiet());
+    std::vector<place_id> asked = link.tally.on_home_quiet();
+    // What this place still holds for the finish's places leaves before the asks: a place
+    // asked before it arrives reports once more after it ran. Staged asyncs always; the
+    // coalescing buffers too when the asks come down a tree, through other places (sent
+    // straight, an ask leaves with the buffer to its place, behind what that holds).
+    if (asked.empty() || m_tree.tree(m_here).flat()) m_dispatcher.flush_held_back();
+    else m_dispatcher.flush();
+    send_asks(link.id, std::move(asked));
   } catch (const std::exception& e) {
     // The places asked report anyway, once their hold expires (--report-delay-us).
     std::fprintf(stderr, "apgas: place %u: cannot ask for a finish's reports: %s\n", m_here,
