@@ -158,6 +158,15 @@ TEST(aggregator, an_update_function_may_take_whole_batches) {
   EXPECT_EQ(t.sum, 3 * sum_to(999));
 }
 
+/// True if place 0's updates for the last place go through an intermediate (routing forced
+/// with --route-above, and the last place outside place 0's row and column of the grid).
+bool last_place_is_relayed() {
+  const place_id n = g_rt->places();
+  place_id columns = 1;
+  while (columns * columns < n) ++columns;
+  return n > g_rt->opts().route_above && (n - 1) / columns != 0 && (n - 1) % columns != 0;
+}
+
 TEST(aggregator, what_a_batch_function_throws_fails_its_batch) {
   const auto o = g_rt->run([]() -> task<std::pair<std::string, totals>> {
     const auto refs = co_await sinks(0);
@@ -173,9 +182,17 @@ TEST(aggregator, what_a_batch_function_throws_fails_its_batch) {
     }
     co_return std::pair{error, co_await collect(0)};
   });
-  EXPECT_EQ(o.second.count, 900U);
-  EXPECT_EQ(o.second.sum, sum_to(900));
   EXPECT_NE(o.first.find("a batch with 1000 refused"), std::string::npos) << o.first;
+  if (!last_place_is_relayed()) {
+    EXPECT_EQ(o.second.count, 900U);
+    EXPECT_EQ(o.second.sum, sum_to(900));
+    return;
+  }
+  // Relayed, the intermediate's batches hold at most 100 updates each, in order, and it may
+  // send one early (it went idle): the last batch, with 1000, fails with what it holds.
+  EXPECT_GE(o.second.count, 900U);
+  EXPECT_LT(o.second.count, 1000U);
+  EXPECT_EQ(o.second.sum, sum_to(o.second.count));
 }
 
 TEST(aggregator, updates_for_two_objects_at_one_place_do_not_mix) {
@@ -213,15 +230,6 @@ TEST(aggregator, flush_sends_what_is_buffered) {
     co_return pending;
   });
   EXPECT_EQ(seen, (std::vector<std::size_t>{10, 0, 10}));
-}
-
-/// True if place 0's updates for the last place go through an intermediate (routing forced
-/// with --route-above, and the last place outside place 0's row and column of the grid).
-bool last_place_is_relayed() {
-  const place_id n = g_rt->places();
-  place_id columns = 1;
-  while (columns * columns < n) ++columns;
-  return n > g_rt->opts().route_above && (n - 1) / columns != 0 && (n - 1) % columns != 0;
 }
 
 TEST(aggregator, batches_are_the_activities_sent) {
