@@ -644,6 +644,8 @@ void exactly_once(std::uint64_t seed, bool same_source) {
       send_share(p, 0);
       EXPECT_TRUE(poll_until(
           t, [&] { return state[p].got_published.load(std::memory_order_relaxed) == k_expected; }));
+      // This place's last sends complete in a poll of its own, once their places took them.
+      EXPECT_TRUE(poll_until(t, [&] { return t.quiescent(); }));
       t.barrier();
     });
   }
