@@ -92,10 +92,7 @@ void batch_relay::take(place_id from, const finish_id& id, std::int64_t code,
   try {
     std::lock_guard guard(m_mutex);
     group& g = m_groups[group_key{id, code}];
-    if (g.slots.empty()) {
-      g.update_bytes = update_bytes;
-      g.slots.resize(m_rows + m_columns);
-    }
+    if (g.slots.empty()) g.slots.resize(m_rows + m_columns);
     for (const std::byte* at = records.data(); at != records.data() + records.size();
          at += record) {
       std::uint32_t index;
@@ -106,10 +103,7 @@ void batch_relay::take(place_id from, const finish_id& id, std::int64_t code,
                                           k_relay_target_bytes) != 0) {
         // Another target at that place (or a place that shares the slot: not on the grid's
         // paths, but the message says so): the batch so far leaves first.
-        ready.push_back(std::move(h));
-        h = held_batch{};
-        --g.held;
-        m_held_batches.fetch_sub(1, std::memory_order_relaxed); // relaxed: a hint
+        release_locked(g, h, ready);
       }
       if (h.bytes.empty()) {
         place_id to;
@@ -121,10 +115,7 @@ void batch_relay::take(place_id from, const finish_id& id, std::int64_t code,
       h.bytes.resize(used + update_bytes); // within the capacity start_held reserved
       std::memcpy(h.bytes.data() + used, at + k_index_bytes, update_bytes);
       if (used + update_bytes >= full) {
-        ready.push_back(std::move(h));
-        h = held_batch{};
-        --g.held;
-        m_held_batches.fetch_sub(1, std::memory_order_relaxed); // relaxed: a hint
+        release_locked(g, h, ready);
       }
     }
     if (g.held == 0) m_groups.erase(group_key{id, code});
@@ -133,10 +124,17 @@ void batch_relay::take(place_id from, const finish_id& id, std::int64_t code,
     // of the relay batch fails, as a batch whose update threw.
     px.fs.add_exception(std::current_exception());
   }
-  m_relay_batches.fetch_add(1, std::memory_order_relaxed); // relaxed: statistics
+  // relaxed: statistics.
   m_updates_relayed.fetch_add(records.size() / record, std::memory_order_relaxed);
   send(ready);
   m_finish.end_strands(px, 1); // the relay batch's own strand, after those it opened
+}
+
+void batch_relay::release_locked(group& g, held_batch& h, std::vector<held_batch>& out) {
+  out.push_back(std::move(h));
+  h = held_batch{};
+  --g.held;
+  m_held_batches.fetch_sub(1, std::memory_order_relaxed); // relaxed: a hint
 }
 
 void batch_relay::take_due_locked(bool all, std::int64_t now, std::vector<held_batch>& out) {
@@ -146,10 +144,7 @@ void batch_relay::take_due_locked(bool all, std::int64_t now, std::vector<held_b
     for (held_batch& h : g.slots) {
       if (h.bytes.empty()) continue;
       if (all || now - h.since_ns >= m_flush_after_ns) {
-        out.push_back(std::move(h));
-        h = held_batch{};
-        --g.held;
-        m_held_batches.fetch_sub(1, std::memory_order_relaxed); // relaxed: a hint
+        release_locked(g, h, out);
       } else if (oldest == 0 || h.since_ns < oldest) {
         oldest = h.since_ns;
       }

@@ -80,17 +80,9 @@ public:
   void flush_aged() noexcept { flush(false); }
   /// @brief Sends every held batch (before each flush of the network: its caller goes idle).
   void flush_all() noexcept { flush(true); }
-  /// @brief Batches held now (a hint: see m_held_batches).
-  std::size_t batches_held() const noexcept {
-    return m_held_batches.load(std::memory_order_relaxed);
-  }
-
   /// @brief One line per finish whose updates this place holds (for a hung run's dump).
   std::string describe() const;
-  /// @brief Relay batches taken and updates relayed (statistics).
-  std::uint64_t relay_batches() const noexcept {
-    return m_relay_batches.load(std::memory_order_relaxed);
-  }
+  /// @brief Updates relayed (statistics).
   std::uint64_t updates_relayed() const noexcept {
     return m_updates_relayed.load(std::memory_order_relaxed);
   }
@@ -110,7 +102,6 @@ private:
   /// The held batches of one finish and batch function, by the destination's place in the
   /// intermediate's row and column (relay_slot).
   struct group {
-    std::uint32_t update_bytes = 0;
     std::vector<held_batch> slots;
     std::size_t held = 0; ///< slots holding a batch
   };
@@ -131,6 +122,8 @@ private:
   /// Its buffer gets room for `full` bytes at once.
   void start_held(held_batch& h, proxy& px, place_id to, const finish_id& id, std::int64_t code,
                   const std::byte* target, std::size_t full);
+  /// Moves `h` (of `g`) to `out`, to be sent, and frees its slot.
+  void release_locked(group& g, held_batch& h, std::vector<held_batch>& out);
   /// Moves the held batches due (all, or those older than flush_us) to `out`, under the lock.
   void take_due_locked(bool all, std::int64_t now, std::vector<held_batch>& out);
   /// Counts each batch as sent by its finish's part here, sends it, and ends its strand.
@@ -157,8 +150,7 @@ private:
   /// value delays a flush by one poll, or costs one look).
   std::atomic<std::size_t> m_held_batches{0};
   std::atomic<std::int64_t> m_oldest_ns{0};
-  std::atomic<std::uint64_t> m_relay_batches{0}; ///< statistics (relaxed)
-  std::atomic<std::uint64_t> m_updates_relayed{0};
+  std::atomic<std::uint64_t> m_updates_relayed{0}; ///< statistics (relaxed)
   std::atomic<std::uint64_t> m_batches_sent{0};
 };
 

@@ -269,11 +269,17 @@ private:
       if (r->used() != 0) send_relay(*r);
   }
 
+  /// What runs a batch where it arrives, registered (a code offset names it in the message).
+  static constexpr detail::batch_invoker registered_batch_run() noexcept {
+    constexpr auto run = &detail::run_update_batch<F, T, Args...>;
+    (void)detail::registered_entry<run, detail::code_kind::batch>::value;
+    return run;
+  }
+
   /// One relay batch to an intermediate place (see places/src/batch_relay.hpp), counted by the
   /// finish as one activity sent there, emptied once sent as send() does.
   void send_relay(relay_buffer& r) {
-    constexpr auto run = &detail::run_update_batch<F, T, Args...>;
-    (void)detail::registered_entry<run, detail::code_kind::batch>::value;
+    constexpr detail::batch_invoker run = registered_batch_run();
     std::vector<std::byte>& bytes = m_messages->start_relay(
         *m_finish, run, static_cast<std::uint32_t>(k_update_bytes),
         static_cast<std::uint32_t>(std::min<std::size_t>(m_capacity, UINT32_MAX)),
@@ -285,6 +291,11 @@ private:
     r.next = r.data.get();
     r.targets.clear();
     ++r.epoch;
+    count_batch_toward_poll();
+  }
+
+  /// A stream of batches pushes nothing on the deque: poll the network every few batches.
+  static void count_batch_toward_poll() noexcept {
     if (detail::worker* self = detail::t_worker) self->count_toward_poll(k_pushes_per_batch);
   }
 
@@ -292,8 +303,7 @@ private:
   /// by the finish as one activity. The buffer is emptied only once the batch is sent: if
   /// sending throws, its updates stay buffered.
   void send(place_id p) {
-    constexpr auto run = &detail::run_update_batch<F, T, Args...>;
-    (void)detail::registered_entry<run, detail::code_kind::batch>::value;
+    constexpr detail::batch_invoker run = registered_batch_run();
     buffer& b = m_buffers[p];
     std::vector<std::byte>& bytes = m_messages->start_batch(*m_finish, run);
     byte_writer w(bytes);
@@ -301,8 +311,7 @@ private:
     w.write_bytes(b.data.get(), b.used());
     m_messages->send_async(*m_finish, p, bytes);
     b.next = b.data.get();
-    // A stream of batches pushes nothing on the deque: poll the network every few batches.
-    if (detail::worker* self = detail::t_worker) self->count_toward_poll(k_pushes_per_batch);
+    count_batch_toward_poll();
   }
 
   /// Targets a relay buffer names at most (its updates' indices stay small).
