@@ -20,6 +20,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 namespace apgas {
@@ -109,10 +110,15 @@ bool asks_for_help(int argc, char** argv) noexcept {
   return false;
 }
 
-/// The options of the environment and of argv (if any), or the end of the process: --help
-/// prints the runtime's options (exit 0), a bad value one line (exit 2), both at place 0
-/// alone. Warns about APGAS_* variables that are no option.
-options command_line_options(int* argc, char** argv) {
+/// The options of the environment and of argv (if any), and what is wrong with them ("" if
+/// nothing). --help ends the process here (exit 0, printed at place 0 alone). Warns about
+/// APGAS_* variables that are no option.
+struct command_line {
+  options opts;
+  std::string bad_usage; ///< the line a bad flag or value gets, or ""
+};
+
+command_line read_command_line(int* argc, char** argv) {
   const bool speaks = launcher_rank() == 0;
   if (argc != nullptr && asks_for_help(*argc, argv)) {
     if (speaks)
@@ -122,39 +128,47 @@ options command_line_options(int* argc, char** argv) {
           "(before any `--`) and reads these variables; a flag wins over a variable.\n\n%s",
           argv[0], options::help_text().c_str());
     std::fflush(stdout);
-    std::exit(0);
+    std::exit(0); // every place, and exit code 0 makes mpiexec stop none of them early
   }
+  command_line line;
   try {
-    options o = argc != nullptr ? options::from_env_and_args(*argc, argv) : options::from_env();
-    if (speaks)
-      for (const std::string& name : options::unknown_variables())
-        std::fprintf(stderr, "apgas: warning: %s is not an apgas option (--help lists them)\n",
-                     name.c_str());
-    return o;
+    line.opts = argc != nullptr ? options::from_env_and_args(*argc, argv) : options::from_env();
   } catch (const usage_error& e) {
-    if (speaks) std::fprintf(stderr, "apgas: %s (--help lists the options)\n", e.what());
-    std::fflush(stderr);
-    std::exit(2);
+    line.bad_usage = fmt::format("apgas: {} (--help lists the options)", e.what());
+    return line;
   }
+  if (speaks)
+    for (const std::string& name : options::unknown_variables())
+      std::fprintf(stderr, "apgas: warning: %s is not an apgas option (--help lists them)\n",
+                   name.c_str());
+  return line;
 }
 
 } // namespace
 
 runtime::runtime(int& argc, char** argv) {
-  const options o = command_line_options(&argc, argv);
-  start(o, &argc, &argv);
+  const command_line line = read_command_line(&argc, argv);
+  start(line.opts, line.bad_usage, &argc, &argv);
 }
 
-runtime::runtime() { start(command_line_options(nullptr, nullptr), nullptr, nullptr); }
+runtime::runtime() {
+  const command_line line = read_command_line(nullptr, nullptr);
+  start(line.opts, line.bad_usage, nullptr, nullptr);
+}
 
-runtime::runtime(const options& opts) { start(opts, nullptr, nullptr); }
+runtime::runtime(const options& opts) { start(opts, std::string(), nullptr, nullptr); }
 
-void runtime::start(const options& opts, int* argc, char*** argv) {
+void runtime::start(const options& opts, const std::string& bad_usage, int* argc, char*** argv) {
   std::unique_ptr<detail::transport> net;
   if (detail::mpi_launched()) {
     m_mpi = std::make_unique<mpi_session>(argc, argv);
+    end_job_if_any_place_has(bad_usage);
     net = detail::make_mpi_transport(opts);
   } else {
+    if (!bad_usage.empty()) {
+      std::fprintf(stderr, "%s\n", bad_usage.c_str());
+      std::exit(2);
+    }
     net = detail::make_single_place_transport(opts);
   }
   // Before any message: a function travels as an offset in the binary.
@@ -193,6 +207,23 @@ void runtime::start(const options& opts, int* argc, char*** argv) {
   });
   detail::message_dispatcher::install_dump_signal();
   m_dispatcher->barrier(); // every place is ready before any sends work
+}
+
+void runtime::end_job_if_any_place_has(const std::string& bad_usage) {
+  // Every place decides together: a place that ended on its own (before MPI, as it once did)
+  // made mpiexec stop the others, sometimes place 0 before it had said why. The lowest place
+  // with a bad command line speaks (place 0 when all share one); no place leaves the barrier
+  // before it has, so its line is out before any exit code reaches mpiexec.
+  const std::optional<unsigned> speaker = detail::mpi_lowest_rank_with(!bad_usage.empty());
+  if (!speaker) return; // nothing wrong anywhere
+  if (*speaker == detail::mpi_world_rank()) {
+    std::fprintf(stderr, "%s\n", bad_usage.c_str());
+    std::fflush(stderr);
+  }
+  detail::mpi_world_barrier();
+  if (!m_mpi->m_owned) detail::mpi_abort(2); // not ours to finalize
+  m_mpi.reset(); // every place finalizes: mpiexec then reports exit codes, not a crash
+  std::exit(2);
 }
 
 runtime::~runtime() {

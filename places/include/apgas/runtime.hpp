@@ -44,8 +44,9 @@ public:
   /// one line on stderr saying so (an exception: exit code 1).
   ///
   /// For a program's command line: `--help` (or `-h`) prints the runtime's options and ends the
-  /// process with exit code 0; a bad flag or APGAS_* value prints one line (at place 0) and ends
-  /// it with exit code 2; an APGAS_* variable that is no option gets a warning. A program with a
+  /// process with exit code 0; a bad flag or APGAS_* value prints one line (at place 0, or at the
+  /// lowest place that has it) and ends every place with exit code 2; an APGAS_* variable that is
+  /// no option gets a warning. A program with a
   /// --help of its own makes its options with options::from_env_and_args (which leaves --help
   /// alone) and shows options::help_text() in it.
   /// @throws std::runtime_error if MPI cannot be used.
@@ -136,7 +137,10 @@ private:
     using type = std::invoke_result_t<M&>;
   };
 
-  void start(const options& opts, int* argc, char*** argv);
+  void start(const options& opts, const std::string& bad_usage, int* argc, char*** argv);
+  /// Collective when launched by mpirun: if any place's command line was bad, the lowest such
+  /// place prints its line and every place ends with exit code 2.
+  void end_job_if_any_place_has(const std::string& bad_usage);
   /// Place 0: the run ended with this value (serialized).
   void end_run(std::span<const std::byte> value);
   /// Place 0: the run failed with `error`.

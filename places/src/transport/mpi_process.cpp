@@ -113,6 +113,25 @@ void mpi_abort(int code) noexcept {
   std::_Exit(code); // not initialised (or MPI_Abort returned): still end this process
 }
 
+std::optional<unsigned> mpi_lowest_rank_with(bool mine) {
+  int size = 0;
+  mpi_check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+  const int candidate = mine ? static_cast<int>(mpi_world_rank()) : size;
+  int lowest = size;
+  mpi_check(MPI_Allreduce(&candidate, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD),
+            "MPI_Allreduce");
+  if (lowest == size) return std::nullopt;
+  return static_cast<unsigned>(lowest);
+}
+
+unsigned mpi_world_rank() {
+  int rank = 0;
+  mpi_check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+  return static_cast<unsigned>(rank);
+}
+
+void mpi_world_barrier() { mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+
 bool mpi_launched() noexcept {
   // Open MPI, MPICH/Hydra and Intel MPI (PMI), PMIx launchers (Open MPI 5, srun --mpi=pmix),
   // Slurm's srun with PMI-1/2.

@@ -5,6 +5,8 @@
 // Lifetime: mpi_init() -> make_mpi_transport() -> ... -> destroy the transport -> mpi_finalize().
 #pragma once
 
+#include <optional>
+
 namespace apgas::detail {
 
 /// @brief MPI thread support levels, in increasing order (MPI guarantees the order).
@@ -30,6 +32,16 @@ void mpi_finalize();
 /// @brief Ends the whole job with exit code `code` (MPI_Abort on MPI_COMM_WORLD; a plain
 /// process exit when MPI is not initialised). Thread-safety: any thread.
 [[noreturn]] void mpi_abort(int code) noexcept;
+
+/// @brief Collective over MPI_COMM_WORLD: the lowest rank whose `mine` is true, if any is.
+/// pre: MPI initialised.
+std::optional<unsigned> mpi_lowest_rank_with(bool mine);
+
+/// @brief This process's rank in MPI_COMM_WORLD. pre: MPI initialised.
+unsigned mpi_world_rank();
+
+/// @brief Collective: MPI_Barrier on MPI_COMM_WORLD. pre: MPI initialised.
+void mpi_world_barrier();
 
 /// @brief True if this process was started by an MPI launcher (mpirun/mpiexec/srun), judged
 /// from its environment (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK, ...). Needs no MPI call.
