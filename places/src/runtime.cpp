@@ -35,6 +35,16 @@ struct runtime::mpi_session {
   ~mpi_session() {
     if (m_owned) detail::mpi_finalize();
   }
+  /// Collective: ends every place with exit code `code` at start-up, once all have printed
+  /// why. mpiexec stops the other places at the first non-zero exit code it sees, so no place
+  /// may exit before the ones that speak have (the barrier). pre: no transport.
+  [[noreturn]] static void end_job(std::unique_ptr<mpi_session> session, int code) {
+    std::fflush(nullptr);
+    detail::mpi_world_barrier();
+    if (!session->m_owned) detail::mpi_abort(code); // not ours to finalize
+    session.reset(); // every place finalizes: mpiexec then reports exit codes, not a crash
+    std::exit(code);
+  }
   bool m_owned;
 };
 
@@ -176,9 +186,7 @@ void runtime::start(const options& opts, const std::string& bad_usage, int* argc
   if (const std::string mismatch = detail::describe_build_mismatch(builds); !mismatch.empty()) {
     report_build_mismatch(net->here(), builds, mismatch);
     net.reset();
-    if (m_mpi != nullptr && !m_mpi->m_owned) detail::mpi_abort(1); // not ours to finalize
-    m_mpi.reset(); // every place finalizes: mpiexec then reports exit codes, not a crash
-    std::exit(1);
+    mpi_session::end_job(std::move(m_mpi), 1); // builds differ: there are several places
   }
   m_fatal_exit_handlers = std::make_unique<detail::fatal_exit_handlers>(net->here());
   // Before the workers start, so that their first events are on the common clock.
@@ -210,20 +218,13 @@ void runtime::start(const options& opts, const std::string& bad_usage, int* argc
 }
 
 void runtime::end_job_if_any_place_has(const std::string& bad_usage) {
-  // Every place decides together: a place that ended on its own (before MPI, as it once did)
-  // made mpiexec stop the others, sometimes place 0 before it had said why. The lowest place
-  // with a bad command line speaks (place 0 when all share one); no place leaves the barrier
-  // before it has, so its line is out before any exit code reaches mpiexec.
+  // A place that ended on its own, before MPI, would make mpiexec stop the others, sometimes
+  // place 0 before it had said why: the places decide together, and the lowest place with a
+  // bad command line speaks (place 0 when all share one).
   const std::optional<unsigned> speaker = detail::mpi_lowest_rank_with(!bad_usage.empty());
   if (!speaker) return; // nothing wrong anywhere
-  if (*speaker == detail::mpi_world_rank()) {
-    std::fprintf(stderr, "%s\n", bad_usage.c_str());
-    std::fflush(stderr);
-  }
-  detail::mpi_world_barrier();
-  if (!m_mpi->m_owned) detail::mpi_abort(2); // not ours to finalize
-  m_mpi.reset(); // every place finalizes: mpiexec then reports exit codes, not a crash
-  std::exit(2);
+  if (*speaker == detail::mpi_world_rank()) std::fprintf(stderr, "%s\n", bad_usage.c_str());
+  mpi_session::end_job(std::move(m_mpi), 2);
 }
 
 runtime::~runtime() {
