@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <chrono>
@@ -19,6 +20,7 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -227,27 +229,80 @@ enum class ra_send {
   aggregated ///< through an apgas::aggregator: batches per owner, applied in a tight loop
 };
 
-/// @brief Generates the updates at positions [first, first + count) of the stream (1-based:
-/// the stream's first update is hpcc_starts(1)) and sends each to its owner; the owner's
-/// own updates are applied at once (no message to send).
+/// @brief The updates of one place's stream, generated in runs: each run applies the place's
+/// own updates at once and sets the others aside for the caller to send. The local loop stays
+/// as small as the sequential one (its values in registers, many table misses in flight at
+/// once); the sends, on values in the cache, cannot slow it down. Both ways of sending use it,
+/// so that they differ in the send alone.
+class ra_stream {
+public:
+  static constexpr std::size_t k_run = 1024; ///< updates per run
+
+  /// The updates at positions [first, first + count) of the stream (1-based: the stream's
+  /// first update is hpcc_starts(1)), generated at this place into `mine`.
+  ra_stream(ra_block& mine, const ra_layout& l, std::uint64_t first, std::uint64_t count)
+      : m_layout(l), m_mask(l.mask()), m_base(mine.base), m_words(mine.words.data()),
+        m_single_worker(mine.single_worker), m_me(apgas::here()),
+        m_ran(hpcc_starts(static_cast<std::int64_t>(first))), m_left(count) {}
+
+  /// Generates the next run: applies the local updates, and returns the others (valid until
+  /// the next call; empty also when the stream is done).
+  std::span<const std::uint64_t> next_run() {
+    // Copies of what the loop reads: a store to a word of the table could be a store to any
+    // 64-bit field for all the compiler knows, so fields would be read again on every update.
+    const ra_layout layout = m_layout;
+    const std::uint64_t mask = m_mask;
+    const std::uint64_t base = m_base;
+    std::uint64_t* const words = m_words;
+    const bool single_worker = m_single_worker;
+    const apgas::place_id me = m_me;
+    std::uint64_t ran = m_ran;
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(k_run, m_left));
+    std::size_t set_aside = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      ran = hpcc_next(ran);
+      const std::uint64_t index = ran & mask;
+      if (layout.owner(index) == me) {
+        ra_xor_word(words[index - base], ran, single_worker);
+      } else {
+        m_remote[set_aside++] = ran;
+      }
+    }
+    m_ran = ran;
+    m_left -= n;
+    m_kept += n - set_aside;
+    return {m_remote.data(), set_aside};
+  }
+  bool done() const noexcept { return m_left == 0; }
+  /// Updates applied here so far.
+  std::uint64_t kept() const noexcept { return m_kept; }
+  /// The owner of an update's word.
+  apgas::place_id owner(std::uint64_t ran) const noexcept { return m_layout.owner(ran & m_mask); }
+
+private:
+  ra_layout m_layout;
+  std::uint64_t m_mask;
+  std::uint64_t m_base;
+  std::uint64_t* m_words;
+  bool m_single_worker;
+  apgas::place_id m_me;
+  std::uint64_t m_ran;
+  std::uint64_t m_left;
+  std::uint64_t m_kept = 0;
+  std::array<std::uint64_t, k_run> m_remote{};
+};
+
+/// @brief Generates the updates at positions [first, first + count) of the stream and sends
+/// each remote one to its owner as one async_at; the owner's own updates are applied at once.
 inline apgas::task<> ra_generate(ra_refs refs, ra_layout l, std::uint64_t first,
                                  std::uint64_t count) {
-  const apgas::place_id me = apgas::here();
-  ra_block& mine = *refs[me];
-  const std::uint64_t mask = l.mask();
-  std::uint64_t ran = hpcc_starts(static_cast<std::int64_t>(first));
-  std::uint64_t kept = 0; // counted once at the end, as ra_generate_into does
-  for (std::uint64_t i = 0; i < count; ++i) {
-    ran = hpcc_next(ran);
-    const apgas::place_id owner = l.owner(ran & mask);
-    if (owner == me) {
-      mine.xor_word(ran);
-      ++kept;
-    } else {
-      co_await apgas::async_at(owner, ra_update{}, refs[owner], ran); // never suspends
-    }
-  }
-  mine.count_applied(kept);
+  ra_block& mine = *refs[apgas::here()];
+  ra_stream stream(mine, l, first, count);
+  while (!stream.done())
+    for (const std::uint64_t ran : stream.next_run())
+      co_await apgas::async_at(stream.owner(ran), ra_update{}, refs[stream.owner(ran)],
+                               ran); // never suspends
+  mine.count_applied(stream.kept()); // counted once at the end
 }
 
 using ra_aggregator = apgas::aggregator<ra_xor, ra_block, std::uint64_t>;
@@ -256,41 +311,12 @@ using ra_aggregator = apgas::aggregator<ra_xor, ra_block, std::uint64_t>;
 /// (in the coroutine they would live in its frame, loaded and stored on every update).
 inline void ra_generate_into(ra_aggregator& agg, const ra_refs& refs, const ra_layout& l,
                              std::uint64_t first, std::uint64_t count) {
-  const apgas::place_id me = apgas::here();
-  ra_block& mine = *refs[me];
-  // Copies of what the loop reads: a store to a word of the table could be a store to any
-  // 64-bit field for all the compiler knows, so fields would be read again on every update.
-  const ra_layout layout = l;
-  const std::uint64_t mask = l.mask();
-  const std::uint64_t base = mine.base;
-  std::uint64_t* const words = mine.words.data();
-  const bool single_worker = mine.single_worker;
+  ra_block& mine = *refs[apgas::here()];
+  ra_stream stream(mine, l, first, count);
   const apgas::global_ref<ra_block>* const targets = refs.data();
-  // In runs: the local updates first, with the others set aside, then those pushed. The first
-  // loop stays as small as the sequential one (its values in registers, many table misses in
-  // flight at once); the pushes, on values in the cache, cannot slow it down.
-  constexpr std::size_t k_run = 1024;
-  std::uint64_t remote[k_run];
-  std::uint64_t ran = hpcc_starts(static_cast<std::int64_t>(first));
-  std::uint64_t kept = 0;
-  for (std::uint64_t done = 0; done < count;) {
-    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(k_run, count - done));
-    done += n;
-    std::size_t set_aside = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      ran = hpcc_next(ran);
-      const std::uint64_t index = ran & mask;
-      if (layout.owner(index) == me) {
-        ra_xor_word(words[index - base], ran, single_worker);
-      } else {
-        remote[set_aside++] = ran;
-      }
-    }
-    kept += n - set_aside;
-    for (std::size_t i = 0; i < set_aside; ++i)
-      agg.push(targets[layout.owner(remote[i] & mask)], remote[i]);
-  }
-  mine.count_applied(kept);
+  while (!stream.done())
+    for (const std::uint64_t ran : stream.next_run()) agg.push(targets[stream.owner(ran)], ran);
+  mine.count_applied(stream.kept());
 }
 
 /// @brief As ra_generate, with the remote updates buffered per owner by an aggregator.
