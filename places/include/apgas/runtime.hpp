@@ -46,9 +46,9 @@ public:
   /// For a program's command line: `--help` (or `-h`) prints the runtime's options and ends the
   /// process with exit code 0; a bad flag or APGAS_* value prints one line (at place 0, or at the
   /// lowest place that has it) and ends every place with exit code 2; an APGAS_* variable that is
-  /// no option gets a warning. A program with a
-  /// --help of its own makes its options with options::from_env_and_args (which leaves --help
-  /// alone) and shows options::help_text() in it.
+  /// no option gets a warning. A program with a --help of its own makes its options with
+  /// options::from_env_and_args (which leaves --help alone) and shows options::help_text() in
+  /// it.
   /// @throws std::runtime_error if MPI cannot be used.
   runtime(int& argc, char** argv);
   /// @brief Starts this place with the options of the APGAS_* variables (a bad value: one line
