@@ -299,9 +299,10 @@ inline apgas::task<> ra_generate(ra_refs refs, ra_layout l, std::uint64_t first,
   ra_block& mine = *refs[apgas::here()];
   ra_stream stream(mine, l, first, count);
   while (!stream.done())
-    for (const std::uint64_t ran : stream.next_run())
-      co_await apgas::async_at(stream.owner(ran), ra_update{}, refs[stream.owner(ran)],
-                               ran); // never suspends
+    for (const std::uint64_t ran : stream.next_run()) {
+      const apgas::place_id owner = stream.owner(ran);
+      co_await apgas::async_at(owner, ra_update{}, refs[owner], ran); // never suspends
+    }
   mine.count_applied(stream.kept()); // counted once at the end
 }
 
