@@ -61,7 +61,6 @@ struct settings {
   bool quick = false;
   bool json = false;
   bool pin = true;
-  bool asymmetric_fence = true;
   double timeout_s = 600; // per measurement (warm-up + reps); a hang is reported, exit 2
   std::vector<unsigned> workers{1, 2};
   std::vector<std::string> only;     // empty: every app
@@ -119,7 +118,6 @@ for a speedup on w workers, reported next to target (b).
                          floor_kernels.hpp)
   --json                 JSON array of rows on stdout; table and checks on stderr
   --pin yes|no           pin apgas workers (runtime default: yes)
-  --asymmetric-fence yes|no  apgas workers pop without a full fence (runtime default: yes)
   --timeout S            seconds allowed per measurement before reporting a hang (600)
   --fib-n N              fib one task per call: fib(N), cutoff 0 (default 32)
   --fib-coarse-n N       fib with cutoff: fib(N) (default 38)
@@ -214,10 +212,6 @@ settings parse_args(int argc, char** argv) {
       const auto& v = take();
       if (v != "yes" && v != "no") usage_exit("--pin: yes or no");
       s.pin = v == "yes";
-    } else if (arg == "--asymmetric-fence") {
-      const auto& v = take();
-      if (v != "yes" && v != "no") usage_exit("--asymmetric-fence: yes or no");
-      s.asymmetric_fence = v == "yes";
     } else if (arg == "--timeout") {
       s.timeout_s = parse_number<double>(arg, take());
     } else if (arg == "--fib-n") {
@@ -736,7 +730,6 @@ std::vector<config> make_configs(context& ctx, const app_case& c) {
       if (!listed(ctx.opts.variants, variant)) continue;
       apgas::options o{.threads = w, .default_policy = p};
       o.pin_workers = ctx.opts.pin;
-      o.asymmetric_fence = ctx.opts.asymmetric_fence;
       auto rt = std::make_shared<std::unique_ptr<apgas::runtime>>();
       configs.push_back(config{variant, w, true, c.run_apgas,
                                [rt, o] {

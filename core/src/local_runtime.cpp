@@ -103,24 +103,26 @@ local_runtime* local_runtime::current() noexcept {
 void local_runtime::print_stats() const {
   const auto per_worker = m_sched->counters();
   std::string out = fmt::format(
-      "apgas statistics: place {} of {}, {} worker(s), policy {}, {} deque fence, {}\n", m_place,
-      m_places, per_worker.size(), to_string(opts().default_policy),
-      opts().asymmetric_fence ? "asymmetric" : "full", detail::topology::instance().describe());
-  out += fmt::format("{:>8} {:>14} {:>14} {:>12} {:>8} {:>9}\n", "worker", "spawns", "steal-tries",
-                     "steals", "parks", "injected");
+      "apgas statistics: place {} of {}, {} worker(s), policy {}, {}\n", m_place, m_places,
+      per_worker.size(), to_string(opts().default_policy), detail::topology::instance().describe());
+  const auto row = [&out](const auto& name, const detail::worker_counters& c) {
+    out += fmt::format("{:>8} {:>14} {:>14} {:>12} {:>12} {:>8} {:>9}\n", name, c.spawns,
+                       c.steal_attempts, c.steals, c.shared, c.parks, c.injected);
+  };
+  out += fmt::format("{:>8} {:>14} {:>14} {:>12} {:>12} {:>8} {:>9}\n", "worker", "spawns",
+                     "steal-tries", "steals", "shared", "parks", "injected");
   detail::worker_counters total;
   for (std::size_t i = 0; i < per_worker.size(); ++i) {
     const auto& c = per_worker[i];
-    out += fmt::format("{:>8} {:>14} {:>14} {:>12} {:>8} {:>9}\n", i, c.spawns, c.steal_attempts,
-                       c.steals, c.parks, c.injected);
+    row(i, c);
     total.spawns += c.spawns;
     total.steal_attempts += c.steal_attempts;
     total.steals += c.steals;
+    total.shared += c.shared;
     total.parks += c.parks;
     total.injected += c.injected;
   }
-  out += fmt::format("{:>8} {:>14} {:>14} {:>12} {:>8} {:>9}\n", "total", total.spawns,
-                     total.steal_attempts, total.steals, total.parks, total.injected);
+  row("total", total);
   std::fputs(out.c_str(), stderr);
 }
 

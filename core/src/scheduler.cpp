@@ -86,6 +86,12 @@ void worker::busy_poll() noexcept {
 }
 
 deque_item worker::steal_from() noexcept {
+  // A look at the public part first: a victim with nothing public costs its owner nothing (no
+  // write to its lines but, once, the request flag).
+  if (!m_deque.has_stealable()) {
+    m_deque.want_work();
+    return 0;
+  }
   if (!m_steal_lock.try_lock()) return 0;
   const deque_item item = m_deque.steal();
   if (item != 0 && is_continuation(item)) {
@@ -107,10 +113,6 @@ scheduler::scheduler(const options& opts) : m_options(opts) {
   // spread their workers over it (see topology::set_place_workers).
   topology::instance().set_place_workers(n);
   m_yield_while_spinning = topology::instance().oversubscribed(n);
-  // Before any worker starts (see asymmetric_fence.hpp): no pop or steal runs meanwhile. The
-  // options then say what is in force.
-  m_options.asymmetric_fence = m_options.asymmetric_fence && register_asymmetric_fence();
-  g_asymmetric_fence = m_options.asymmetric_fence;
   if (!m_options.trace.empty()) {
     m_trace = std::make_unique<trace_session>(m_options.trace, n, m_options.trace_events,
                                               std::int64_t{m_options.trace_fold_us} * 1000);
@@ -118,7 +120,8 @@ scheduler::scheduler(const options& opts) : m_options(opts) {
     g_trace_on = true; // before the threads start: they see it (thread creation orders it)
   }
   m_workers.reserve(n);
-  for (unsigned i = 0; i < n; ++i) m_workers.push_back(std::make_unique<worker>(*this, i, m_gate));
+  for (unsigned i = 0; i < n; ++i)
+    m_workers.push_back(std::make_unique<worker>(*this, i, n, m_gate));
   m_threads.reserve(n);
   for (unsigned i = 0; i < n; ++i) m_threads.emplace_back([this, i] { worker_main(i); });
 }
@@ -196,8 +199,14 @@ bool scheduler::work_visible() const {
   // seq_cst loads: the re-check half of the Dekker pattern in idle_gate.hpp (a publisher
   // fences between publishing and reading the sleeper and searcher counts).
   if (m_injected_count.load(std::memory_order_seq_cst) != 0) return true;
+  // The caller's own deque, whole (a worker waiting in place that holds private items), and
+  // the others' public items only: private ones become public (and wake a sleeper) once
+  // their owner answers the requests that the caller's search raised (see deque.hpp).
+  if (const worker* self = t_worker;
+      self != nullptr && &self->sched() == this && !self->m_deque.owner_sees_empty())
+    return true;
   for (const auto& w : m_workers)
-    if (!w->m_deque.looks_empty_seq_cst()) return true;
+    if (w->m_deque.has_stealable_seq_cst()) return true;
   return false;
 }
 
@@ -221,6 +230,7 @@ deque_item scheduler::take_injected_batch(worker& self) {
   if (n == 0) return 0;
   self.m_counters.injected += n;
   for (std::size_t i = n - 1; i > 0; --i) self.push(batch[i]);
+  self.m_deque.share_all(); // stealable at once: we run the first, the others may be long
   return batch[0];
 }
 
@@ -379,7 +389,10 @@ worker_counters scheduler::published_totals() const {
 std::vector<worker_counters> scheduler::counters() const {
   std::vector<worker_counters> out;
   out.reserve(m_workers.size());
-  for (const auto& w : m_workers) out.push_back(w->m_counters);
+  for (const auto& w : m_workers) {
+    out.push_back(w->m_counters);
+    out.back().shared = w->m_deque.owner_shared_count();
+  }
   return out;
 }
 

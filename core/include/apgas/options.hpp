@@ -53,8 +53,6 @@ enum class finish_pattern : std::uint8_t {
     "default scheduling policy of finishes")                                                       \
   X(unsigned, adaptive_bound, 64, 1, 1U << 20, "--adaptive-bound", "APGAS_ADAPTIVE_BOUND", "N",    \
     "adaptive policy: items in a worker's deque from which a spawn runs the child at once")        \
-  X(bool, asymmetric_fence, true, false, true, "--asymmetric-fence", "APGAS_ASYMMETRIC_FENCE",     \
-    "yes|no", "a worker pops its deque without a full fence, thieves pay (Linux membarrier)")      \
   X(bool, stats, false, false, true, "--stats", "APGAS_STATS", nullptr,                            \
     "print per-worker statistics at exit")                                                         \
   X(bool, pin_workers, true, false, true, "--pin", "APGAS_PIN", "yes|no",                          \

@@ -77,6 +77,14 @@ public:
     // relaxed: only a hint for wakers; a stale positive count costs one spurious notify.
     m_sleepers.fetch_sub(1, std::memory_order_relaxed);
   }
+  /// @brief notify_one for a publisher whose publication was itself a seq_cst
+  /// read-modify-write (a deque making items public): that operation stands in for the fence,
+  /// since it and the loads below are all in the single order of seq_cst operations.
+  void notify_one_after_seq_cst_rmw() noexcept {
+    // seq_cst: see above (the sleeper's side is seq_cst too).
+    if (m_searching.load(std::memory_order_seq_cst) > 0) return;
+    wake_one();
+  }
   /// @brief Number of parked (or parking) workers, a hint.
   std::uint32_t sleepers() const noexcept { return m_sleepers.load(std::memory_order_relaxed); }
 

@@ -89,8 +89,9 @@ public:
   /// @brief The time limit of the watcher's latest park (zero before any). Diagnostics and tests.
   std::chrono::nanoseconds watcher_park_limit() const noexcept { return m_watch.park_limit(); }
 
-  /// @brief True if some item is in a deque or injected: work a worker could take now (seq_cst
-  /// loads: the re-check half of the parking protocol; elsewhere a hint).
+  /// @brief True if there is work the calling worker could take now: an item injected, in its
+  /// own deque, or public in another's (seq_cst loads: the re-check half of the parking
+  /// protocol; elsewhere a hint).
   bool work_visible() const;
   unsigned worker_count() const noexcept { return static_cast<unsigned>(m_workers.size()); }
   const options& opts() const noexcept { return m_options; }

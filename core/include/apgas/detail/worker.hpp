@@ -24,6 +24,7 @@ struct worker_counters {
   std::uint64_t spawns = 0;         ///< asyncs started
   std::uint64_t steal_attempts = 0; ///< victims probed
   std::uint64_t steals = 0;         ///< items taken from another worker
+  std::uint64_t shared = 0;         ///< items its deque made public (read from it at the end)
   std::uint64_t parks = 0;          ///< times the worker went to sleep
   std::uint64_t injected = 0;       ///< items taken from the place's injection queue
 };
@@ -47,14 +48,17 @@ struct published_counters {
 /// @brief A worker: one thread, one deque.
 class worker {
 public:
-  worker(scheduler& sched, unsigned index, idle_gate& gate) noexcept
-      : m_sched(&sched), m_gate(&gate), m_index(index), m_rng(0x9E3779B97F4A7C15ULL * (index + 1)) {
+  /// `workers`: how many the place has (with one, nobody steals).
+  worker(scheduler& sched, unsigned index, unsigned workers, idle_gate& gate) noexcept
+      : m_sched(&sched), m_index(index), m_rng(0x9E3779B97F4A7C15ULL * (index + 1)) {
+    m_deque.set_gate(&gate, workers > 1); // woken when the deque makes items public
   }
 
-  /// @brief Owner only: makes an item stealable, waking a sleeper if the deque was empty.
-  /// Every k_busy_poll_pushes pushes, also polls the place's network (see busy_poll).
+  /// @brief Owner only: pushes an item on the deque (private until a thief asks, see
+  /// deque.hpp). Every k_busy_poll_pushes pushes, also polls the place's network (see
+  /// busy_poll).
   [[gnu::always_inline]] void push(deque_item item) {
-    if (m_deque.push(item)) m_gate->notify_one();
+    m_deque.push(item);
     if (--m_pushes_until_poll == 0) [[unlikely]]
       busy_poll();
   }
@@ -68,10 +72,8 @@ public:
   }
 
   /// @brief Owner only, between two strands (see m_between_strands): makes an item that a
-  /// message handler created stealable, without the busy-poll countdown of push().
-  void push_between_strands(deque_item item) {
-    if (m_deque.push(item)) m_gate->notify_one();
-  }
+  /// message handler created stealable at once, without the busy-poll countdown of push().
+  void push_between_strands(deque_item item) { m_deque.push_public(item); }
 
   /// @brief Owner only: applies the ends of proxy strands that end_strand put off (see there).
   /// Called before the worker looks for other work, so that they never outlive the chain of
@@ -159,18 +161,19 @@ public:
   static constexpr std::uintptr_t k_max_transfer_stack = 256 * 1024;
   static constexpr std::uint32_t k_transfers_per_check = 16;
 
-  ws_deque m_deque;               ///< owner pushes/pops, thieves steal
-  spin_lock m_steal_lock;         ///< held by a thief from its take until the take is counted
-  worker_counters m_counters;     ///< owner writes
-  published_counters m_published; ///< owner stores copies of m_counters; anyone reads
-  frame_pool m_frames;            ///< owner only: coroutine frames freed on this worker
+  ws_deque m_deque; ///< owner pushes/pops, thieves steal
+  /// Held by a thief from its take until the take is counted. On a line of its own: thieves
+  /// write it, and the owner's hot fields (its counters) must not move with it.
+  alignas(64) spin_lock m_steal_lock;
+  alignas(64) worker_counters m_counters; ///< owner writes
+  published_counters m_published;         ///< owner stores copies of m_counters; anyone reads
+  frame_pool m_frames;                    ///< owner only: coroutine frames freed on this worker
 
 private:
   /// Out of line: polls the network (if any) from a busy worker; resets the countdown.
   void busy_poll() noexcept;
 
   scheduler* m_sched;
-  idle_gate* m_gate;
   std::uint32_t m_pushes_until_poll = k_busy_poll_pushes; ///< owner only
   unsigned m_index;
   std::uint64_t m_rng;

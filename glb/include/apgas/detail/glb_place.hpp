@@ -371,7 +371,9 @@ private:
         poll();
         if (requests_waiting()) co_await serve(bag);
       }
-      // An empty deque: nothing of ours for idle workers to steal. Half of the bag is.
+      // A thief that asked takes what our deque holds (our continuation); an empty deque:
+      // nothing of ours for idle workers to steal, half of the bag is.
+      if (local) t_worker->m_deque.serve_requests();
       if (local && t_worker->m_deque.owner_sees_empty()) {
         Bag half = bag.split();
         if (!half.empty()) {
