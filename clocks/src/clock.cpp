@@ -203,8 +203,12 @@ bool clock::begin_advance(const detail::promise_base& frame, const detail::reduc
       throw clock_use_exception("apgas: advance with a reduction after resume() in the same "
                                 "phase: the contribution must come with the phase's resume");
   } else {
-    m_proxy->resume(m_phase, c);
+    const bool watching = m_proxy->resume(m_phase, c, true);
     m_resumed = true;
+    // On the collective path the last resume of the place casts the phase's vote, and its
+    // advance waits in place for the group allreduce if the worker has nothing else to do,
+    // lazy or eager alike (the two differ in how other waiters wake).
+    if (watching && m_proxy->module().wait_in_place(*m_proxy, m_phase)) return true;
   }
   if (m_proxy->ended(m_phase)) return true;
   if (s == signal::eager) {

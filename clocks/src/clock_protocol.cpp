@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
@@ -65,9 +67,13 @@ clock_protocol::clock_protocol(message_dispatcher& dispatcher)
       m_all_to_all(m_places <= dispatcher.sched().opts().clock_all_to_all_places),
       m_tree(*dispatcher.find_module<tree_messaging>()),
       m_kind_report(dispatcher.add_handler<&clock_protocol::on_report>(*this, "clock report")),
-      m_kind_release(dispatcher.add_handler<&clock_protocol::on_release>(*this, "clock release")) {
+      m_kind_release(dispatcher.add_handler<&clock_protocol::on_release>(*this, "clock release")),
+      m_net_collectives(dispatcher.net().collectives()),
+      m_group_lanes(m_net_collectives != nullptr ? m_net_collectives->group_lanes() : 0) {
   dispatcher.describes_state_with<&clock_protocol::describe>(*this, "clocks");
   dispatcher.reports_stats_with<&clock_protocol::stats_table>(*this);
+  dispatcher.before_each_poll<&clock_protocol::complete_due>(*this);
+  dispatcher.expects_messages_when<&clock_protocol::collectives_pending>(*this);
 }
 
 std::string clock_protocol::stats_table() const {
@@ -76,7 +82,13 @@ std::string clock_protocol::stats_table() const {
   };
   const std::uint64_t made = rd(m_counters.clocks_made);
   if (made == 0 && rd(m_counters.phases_ended) == 0) return {}; // no clock reached this place
-  const std::uint64_t phases = rd(m_counters.phases_ended);
+  std::uint64_t collective = rd(m_counters.phases_collective);
+  {
+    std::lock_guard guard(m_table_mutex);
+    for (const auto& [id, px] : m_table) collective += px->phases_on_collective_path();
+  }
+  // Phases ended on the collective path are counted apart (off their hot path).
+  const std::uint64_t phases = rd(m_counters.phases_ended) + collective;
   const auto per_phase = [phases](std::uint64_t n) {
     return phases == 0 ? 0.0 : static_cast<double>(n) / static_cast<double>(phases);
   };
@@ -88,6 +100,8 @@ std::string clock_protocol::stats_table() const {
                    rd(m_counters.reports_sent), per_phase(rd(m_counters.reports_sent)));
   s += fmt::format("  {:<34} {} ({:.2f} per phase)\n", "clock releases sent",
                    rd(m_counters.releases_sent), per_phase(rd(m_counters.releases_sent)));
+  s += fmt::format("  {:<34} {}\n", "phases on the collective path", collective);
+  s += fmt::format("  {:<34} {}\n", "phases that left it", rd(m_counters.collective_fallbacks));
   return s;
 }
 
@@ -191,8 +205,9 @@ void clock_protocol::write_report(std::vector<std::byte>& out, const clock_proxy
   // The first phase rides on every report: a place may hear of the clock first from a report
   // of a later phase, and its tally must start where the clock left its home. The fixed
   // fields go in one copy.
-  const auto head = pack_head(px.id().home, px.id().serial, r.first_phase, r.phase, r.seq, r.base,
-                              r.completed, r.carried);
+  const auto head =
+      pack_head(px.id().home, px.id().serial, r.first_phase, r.phase, r.seq, r.base, r.completed,
+                r.carried, r.last_collective, static_cast<std::uint8_t>(r.lane_ok ? 1 : 0));
   byte_writer w(out);
   w.write_bytes(head.data(), head.size());
   serialize(w, r.sent);
@@ -203,8 +218,10 @@ void clock_protocol::send_release(const clock_proxy& px, const clock_phase_end& 
   std::vector<std::byte>& bytes = message_buffer();
   byte_writer w(bytes);
   serialize_all(w, px.id().home, px.id().serial, end.phase,
-                static_cast<std::uint8_t>(end.last ? 1 : 0));
+                static_cast<std::uint8_t>(end.last ? 1 : 0),
+                static_cast<std::uint8_t>(end.stable ? 1 : 0));
   put_partial(w, end.result, m_here);
+  if (end.stable) serialize(w, end.members); // who takes the collective path
   std::vector<place_id> targets = end.reported_at;
   std::erase(targets, m_here);
   if (targets.empty()) return;
@@ -218,9 +235,14 @@ void clock_protocol::on_report(place_id from, std::span<const std::byte> body) {
   clock_report rep;
   rep.from = from;
   // The fixed fields, as write_report packed them, in one bounds check.
-  constexpr std::size_t k_head = sizeof id.home + sizeof id.serial + 6 * sizeof(std::uint64_t);
+  std::uint8_t lane_ok = 0;
+  constexpr std::size_t k_head =
+      sizeof id.home + sizeof id.serial + 7 * sizeof(std::uint64_t) + sizeof lane_ok;
   unpack_from(r.read_span(k_head).data(), id.home, id.serial, rep.first_phase, rep.phase, rep.seq,
-              rep.base, rep.completed, rep.carried);
+              rep.base, rep.completed, rep.carried, rep.last_collective, lane_ok);
+  rep.lane_ok = lane_ok == 1;
+  if (lane_ok > 1 || rep.last_collective >= rep.phase)
+    throw transport_error("apgas: a clock report arrived damaged");
   rep.sent = deserialize<std::vector<std::pair<place_id, std::uint64_t>>>(r);
   read_partial(r, m_places, rep.partial);
   r.expect_end();
@@ -240,7 +262,15 @@ void clock_protocol::on_release(place_id /*from*/, std::span<const std::byte> bo
   id.serial = deserialize<std::uint64_t>(r);
   end.phase = deserialize<std::uint64_t>(r);
   end.last = deserialize<std::uint8_t>(r) != 0;
+  end.stable = deserialize<std::uint8_t>(r) != 0;
   read_partial(r, m_places, end.result);
+  if (end.stable) {
+    end.members = deserialize<std::vector<place_id>>(r);
+    if (end.members.empty() || !std::is_sorted(end.members.begin(), end.members.end()) ||
+        std::adjacent_find(end.members.begin(), end.members.end()) != end.members.end() ||
+        end.members.back() >= m_places)
+      throw transport_error("apgas: a clock release arrived damaged");
+  }
   r.expect_end();
   clock_proxy* px = find(id, nullptr);
   if (px == nullptr) {
@@ -251,6 +281,86 @@ void clock_protocol::on_release(place_id /*from*/, std::span<const std::byte> bo
   }
   px->on_release(std::move(end));
   px->release();
+}
+
+// ---- the collective path ---------------------------------------------------------------------
+
+void clock_protocol::start_collective(const std::vector<place_id>& members, std::size_t my_index,
+                                      std::uint32_t lane, phase_vote& vote, collective_done& done) {
+  group_call call;
+  call.members = members.data();
+  call.count = members.size();
+  call.my_index = my_index;
+  call.lane = lane;
+  call.value = &vote;
+  call.bytes = sizeof vote;
+  call.combine = &combine_votes;
+  call.used_bytes = &phase_vote::used_bytes;
+  call.empty_value = &phase_vote::k_empty;
+  m_net_collectives->start_group(call, done);
+  // The other members may wait for what this place buffered (their phase's work, a halo).
+  m_dispatcher.flush();
+}
+
+void clock_protocol::queue_completion(clock_proxy& px) noexcept {
+  // Kept alive until processed: its registrants may all drop meanwhile (it is not idle while
+  // the phase is open, but only a release would then free it).
+  px.retain();
+  std::lock_guard guard(m_completed_lock);
+  try {
+    m_completed.push_back(&px);
+  } catch (...) { // out of memory under the network's lock: nothing can be done but stop
+    std::fputs("apgas: out of memory completing a clock phase\n", stderr);
+    std::abort();
+  }
+  // relaxed: a hint (see complete_due).
+  m_completions.store(m_completed.size(), std::memory_order_relaxed);
+}
+
+void clock_protocol::process_completions() noexcept {
+  for (;;) {
+    clock_proxy* px = nullptr;
+    {
+      std::lock_guard guard(m_completed_lock);
+      if (m_completed.empty()) return;
+      px = m_completed.back();
+      m_completed.pop_back();
+      m_completions.store(m_completed.size(), std::memory_order_relaxed); // relaxed: a hint
+    }
+    try {
+      px->complete_collective();
+    } catch (const std::exception& e) { // sending the reports of a phase that fell back
+      std::fprintf(stderr, "apgas: place %u: a clock phase could not complete: %s\n", m_here,
+                   e.what());
+      std::abort();
+    }
+    px->release();
+  }
+}
+
+bool clock_protocol::wait_in_place(clock_proxy& px, std::uint64_t phase) {
+  // As a team's collective waits (team.cpp): test the allreduce itself, polling the place
+  // now and then, until it completes (then complete it here: no queue, no other thread), the
+  // wait lasted --spin-us, or other work shows up.
+  const unsigned spin_us = m_sched.opts().spin_us;
+  if (spin_us == 0 || m_sched.work_visible()) {
+    if (!px.unwatch_collective()) px.complete_collective(); // told already, to us
+    return px.ended(phase);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
+  for (unsigned round = 1;; ++round) {
+    if (round % 128 == 0) (void)m_dispatcher.poll();
+    else m_net_collectives->progress();
+    if (px.collective_completed()) {
+      px.complete_collective();
+      return px.ended(phase);
+    }
+    if (round % 16 == 0 &&
+        (std::chrono::steady_clock::now() > deadline || m_sched.work_visible())) {
+      if (!px.unwatch_collective()) px.complete_collective(); // told meanwhile, to us
+      return px.ended(phase);
+    }
+  }
 }
 
 std::string clock_protocol::describe() const {

@@ -19,8 +19,10 @@
 
 #include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/detail/protocol_module.hpp"
+#include "apgas/detail/spin_lock.hpp"
 #include "apgas/detail/tree_messaging.hpp"
 
+#include "clock_collective.hpp"
 #include "clock_proxy.hpp"
 
 #include <atomic>
@@ -42,6 +44,10 @@ struct clock_counters {
   std::atomic<std::uint64_t> reports_sent{0};    ///< clock report messages
   std::atomic<std::uint64_t> releases_sent{0};   ///< clock release messages
   std::atomic<std::uint64_t> advances_waited{0}; ///< advances that suspended
+  /// Phases ended on the collective path by clocks whose proxies here are gone (the live ones
+  /// count their own: a statistic kept off the path's every phase).
+  std::atomic<std::uint64_t> phases_collective{0};
+  std::atomic<std::uint64_t> collective_fallbacks{0}; ///< phases that left it (a vote unstable)
 };
 
 /// @brief The clock module of a place. Thread-safety: any thread.
@@ -74,6 +80,27 @@ public:
   /// @brief The home sends `end` to the places that reported in the phase.
   void send_release(const clock_proxy& px, const clock_phase_end& end);
 
+  // ---- the collective path (clock_collective.hpp) ----
+  /// @brief Lanes the network has for group collectives (0: no collective path).
+  std::uint32_t group_lanes() const noexcept { return m_group_lanes; }
+  clock_lanes& lanes() noexcept { return m_lanes; }
+  /// @brief Starts the group allreduce of `vote` among `members` on `lane` (outside the
+  /// proxy's lock), and flushes what the place buffered: the other members may wait for it.
+  void start_collective(const std::vector<place_id>& members, std::size_t my_index,
+                        std::uint32_t lane, phase_vote& vote, collective_done& done);
+  /// @brief The network completed a proxy's allreduce that nobody waits for in place (called
+  /// under the network's lock: only queues it, retained; process_completions completes it).
+  void queue_completion(clock_proxy& px) noexcept;
+
+  /// @brief Completes the queued allreduces (outside the network's lock: before each poll, or
+  /// from an activity waiting in place).
+  void process_completions() noexcept;
+  /// @brief An advance that watches its phase's group allreduce (clock_proxy::resume): keeps
+  /// the worker, if it has nothing else to do, testing the allreduce for up to --spin-us (a
+  /// blocking MPI_Barrier's wait), and completes it; or hands the completion to the module's
+  /// queue. @return true if the phase has ended.
+  bool wait_in_place(clock_proxy& px, std::uint64_t phase);
+
 private:
   /// Appends a report's fields (after its kind) to `out`.
   static void write_report(std::vector<std::byte>& out, const clock_proxy& px,
@@ -85,6 +112,17 @@ private:
   std::string describe() const;
   /// The --stats section of this place (nothing if no clock reached it).
   std::string stats_table() const;
+  /// Before each poll: completes what the network completed meanwhile.
+  void complete_due() noexcept {
+    // relaxed: a hint; queue_completion's lock orders the queue itself.
+    if (m_completions.load(std::memory_order_relaxed) != 0) process_completions();
+  }
+  /// Idle workers keep polling while an allreduce is in flight or its completion is queued.
+  bool collectives_pending() const noexcept {
+    // relaxed: a hint for the idle policy (the network counts its collectives in flight).
+    return m_completions.load(std::memory_order_relaxed) != 0 ||
+           (m_net_collectives != nullptr && m_net_collectives->pending() != 0);
+  }
 
   struct id_hash {
     std::size_t operator()(const clock_id& id) const noexcept {
@@ -105,6 +143,13 @@ private:
   mutable std::mutex m_table_mutex;            ///< guards m_table
   /// The clocks with registrants or a tally here, by id.
   std::unordered_map<clock_id, clock_proxy*, id_hash> m_table;
+
+  collective_network* m_net_collectives; ///< the network's (null: no collective path)
+  std::uint32_t m_group_lanes;
+  clock_lanes m_lanes;
+  spin_lock m_completed_lock;                ///< guards m_completed
+  std::vector<clock_proxy*> m_completed;     ///< allreduces completed, not yet processed
+  std::atomic<std::size_t> m_completions{0}; ///< m_completed's size (a hint read unlocked)
 };
 
 } // namespace apgas::detail

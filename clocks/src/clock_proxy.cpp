@@ -30,6 +30,27 @@ clock_proxy::clock_proxy(clock_protocol& module, clock_id id, std::uint64_t phas
   // home.
   if (first_phase && (module.all_to_all() || id.home == module.here()))
     m_tally = std::make_unique<clock_tally>(*first_phase, !module.all_to_all());
+  m_path.proxy = this;
+  if (module.group_lanes() != 0) m_lane = clock_lanes::lane_of(id, module.group_lanes());
+}
+
+clock_proxy::~clock_proxy() {
+  free_lane();
+  // relaxed: statistics.
+  m_module.counters().phases_collective.fetch_add(
+      m_phases_collective.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
+bool clock_proxy::hold_lane() {
+  if (!m_lane_held && m_module.group_lanes() != 0)
+    m_lane_held = m_module.lanes().hold(m_lane, m_id);
+  return m_lane_held;
+}
+
+void clock_proxy::free_lane() noexcept {
+  if (!m_lane_held) return;
+  m_module.lanes().free(m_lane, m_id);
+  m_lane_held = false;
 }
 
 void clock_proxy::retain() noexcept {
@@ -148,19 +169,26 @@ void clock_proxy::unregister_remote(std::uint64_t phase, place_id to) noexcept {
   count_sent(slot_of(phase), to, -1);
 }
 
-void clock_proxy::resume(std::uint64_t phase, const reduce_contribution* c) {
-  outbox out;
-  {
-    std::lock_guard guard(m_lock);
-    phase_slot& s = slot_of(phase); // not resumed: the phase has not ended
-    if (c != nullptr) s.partial.fold(c->combine, static_cast<const std::byte*>(c->value), c->size);
-    --s.unresumed;
-    ++s.resumed;
-    ++s.completed;
-    ++s.carried;
-    after_change(out);
+bool clock_proxy::resume(std::uint64_t phase, const reduce_contribution* c, bool advancing) {
+  m_lock.lock();
+  phase_slot& s = slot_of(phase); // not resumed: the phase has not ended
+  if (c != nullptr) s.partial.fold(c->combine, static_cast<const std::byte*>(c->value), c->size);
+  --s.unresumed;
+  ++s.resumed;
+  ++s.completed;
+  ++s.carried;
+  // The collective path's common case, without the outbox: the last resume of a stable phase.
+  if (m_path.active && s.unresumed == 0 && &s == &current_slot() && cast_stable_vote(advancing)) {
+    m_lock.unlock();
+    start_collective();
+    return advancing;
   }
+  outbox out;
+  out.advancing = advancing;
+  after_change(out);
+  m_lock.unlock();
   publish(out);
+  return advancing && out.start_collective;
 }
 
 void clock_proxy::drop(std::uint64_t phase, bool resumed) noexcept {
@@ -217,11 +245,199 @@ void clock_proxy::after_change(outbox& out) {
   if (!m_first_phase) {
     // A local clock: the last resume of the phase ends it (no registrant left: it is over).
     if (m_registrants == 0) return;
-    return end_phase(std::move(cur.partial), out);
+    return end_phase(std::move(cur.partial), out, nullptr);
   }
   if (!cur.unreported() && m_base == 0) return;
+  if (m_path.active) return cast_vote(out);
   out.reports.push_back(take_report(cur, m_phase.load(std::memory_order_relaxed)));
   if (m_tally != nullptr) out.tally_after_send = true;
+}
+
+bool clock_proxy::cast_stable_vote(bool watched) {
+  const std::uint64_t phase = m_phase.load(std::memory_order_relaxed);
+  phase_slot& s = current_slot();
+  // Stable: this place's one report of the phase would change nothing (clock_tally.hpp).
+  const std::uint64_t n = m_path.registrants;
+  if (m_path.in_flight || s.next_seq != 0 || m_base != 0 || !s.sent.empty() || s.completed != n ||
+      s.carried != n || n == 0 || s.partial.failed())
+    return false;
+  // The report is taken without being built (once per phase): its counts are known, and only
+  // its partial is kept, for a fallback (see stable_report).
+  m_path.vote.set(true, s.partial);
+  if (!s.partial.empty()) {
+    m_path.stable_partial = s.partial;
+    s.partial.clear();
+  }
+  m_path.stable_taken = true;
+  s.next_seq = 1;
+  s.completed = 0;
+  s.carried = 0;
+  m_reported_through = std::max(m_reported_through, phase);
+  begin_collective(watched);
+  return true;
+}
+
+void clock_proxy::begin_collective(bool watched) noexcept {
+  m_path.in_flight = true;
+  m_path.error = nullptr;
+  // relaxed: the allreduce's start (under the network's lock) orders it before done(). An
+  // advancing registrant watches it from the start: the last member to arrive completes it
+  // inside the start, and nothing need be queued then.
+  m_path.state.store(watched ? collective_path::k_watched : collective_path::k_running,
+                     std::memory_order_relaxed);
+}
+
+void clock_proxy::start_collective() {
+  m_module.start_collective(m_path.members, m_path.my_index, m_lane, m_path.vote, m_path);
+}
+
+void clock_proxy::cast_vote(outbox& out) {
+  const std::uint64_t phase = m_phase.load(std::memory_order_relaxed);
+  phase_slot& s = current_slot();
+  if (m_path.in_flight) {
+    // A registration of the phase arrived after the vote: its sender's vote is not stable,
+    // so the phase falls back, and this report goes after the first.
+    m_path.held.push_back(take_report(s, phase));
+    return;
+  }
+  if (!cast_stable_vote(out.advancing)) {
+    clock_report r = take_report(s, phase);
+    m_path.vote.set(false, r.partial);
+    m_path.held.push_back(std::move(r));
+    begin_collective(out.advancing);
+  }
+  out.start_collective = true;
+}
+
+clock_report clock_proxy::stable_report(std::uint64_t phase) {
+  clock_report r;
+  r.from = m_module.here();
+  r.first_phase = *m_first_phase;
+  r.phase = phase;
+  r.seq = 0;
+  r.completed = m_path.registrants;
+  r.carried = m_path.registrants;
+  r.partial = std::move(m_path.stable_partial);
+  m_path.stable_partial.clear();
+  r.last_collective = m_last_collective;
+  r.lane_ok = m_lane_held;
+  return r;
+}
+
+void clock_proxy::choose_path(const clock_phase_end& decision, std::uint64_t carried) {
+  const place_id here = m_module.here();
+  const auto it = std::lower_bound(decision.members.begin(), decision.members.end(), here);
+  const bool member = decision.stable && it != decision.members.end() && *it == here;
+  if (member && m_lane_held && carried != 0) {
+    if (!m_path.active) {
+      m_path.active = true;
+      m_path.members = decision.members;
+      m_path.my_index = static_cast<std::size_t>(it - decision.members.begin());
+    }
+    m_path.registrants = carried;
+    return;
+  }
+  m_path.active = false;
+  free_lane();
+}
+
+bool clock_proxy::complete_stable_phase() {
+  clock_waiter* waiters = nullptr;
+  {
+    std::lock_guard guard(m_lock);
+    // acquire: pairs with done()'s exchange (the result, the error).
+    if (!m_path.in_flight ||
+        m_path.state.load(std::memory_order_acquire) != collective_path::k_done)
+      return true; // nothing to complete (done already, or not yet told)
+    const std::uint64_t phase = m_phase.load(std::memory_order_relaxed);
+    phase_slot& ended = slot_of(phase);
+    phase_slot& next = slot_of(phase + 1);
+    // Not the common case: a failure, a fallback, or a next phase that is quiet here already
+    // (its registrants all dropped early), which the general code handles.
+    if (m_path.error || m_path.vote.stable == 0 || !m_path.stable_taken || !m_path.held.empty() ||
+        ended.unresumed != 0 || next.unresumed + static_cast<std::int64_t>(ended.resumed) == 0)
+      return false;
+    m_path.in_flight = false;
+    m_path.stable_taken = false;
+    m_path.stable_partial.clear();
+    m_last_collective = phase;
+    // relaxed: a statistic; only this thread writes it (under m_lock): no read-modify-write.
+    m_phases_collective.store(m_phases_collective.load(std::memory_order_relaxed) + 1,
+                              std::memory_order_relaxed);
+    if (m_path.vote.has_value != 0 || !m_last_result.empty())
+      m_path.vote.result_into(m_last_result);
+    waiters = ended.waiters;
+    next.unresumed += static_cast<std::int64_t>(ended.resumed);
+    ended.reset();
+    // release: an advancing activity that sees the new phase (ended()) sees m_last_result.
+    m_phase.store(phase + 1, std::memory_order_release);
+  }
+  if (waiters == nullptr) return true;
+  // Every waiter of the phase at once (a buffer of this thread's, as in publish).
+  thread_local std::vector<deque_item> items;
+  items.clear();
+  for (clock_waiter* w = waiters; w != nullptr;) {
+    clock_waiter* after = w->next; // read before it may run
+    items.push_back(as_independent(w->activity));
+    w = after;
+  }
+  m_module.sched().inject_all(items);
+  return true;
+}
+
+void clock_proxy::collective_path::done(std::exception_ptr e) noexcept {
+  error = std::move(e);
+  // acq_rel: publishes the error and the result to the completer (see state).
+  if (state.exchange(k_done, std::memory_order_acq_rel) == k_running)
+    proxy->module().queue_completion(*proxy);
+}
+
+void clock_proxy::complete_collective() {
+  if (complete_stable_phase()) return;
+  outbox out;
+  {
+    std::lock_guard guard(m_lock);
+    // acquire: pairs with done()'s exchange (the result, the error).
+    if (!m_path.in_flight ||
+        m_path.state.load(std::memory_order_acquire) != collective_path::k_done)
+      return;
+    const std::uint64_t phase = m_phase.load(std::memory_order_relaxed);
+    m_path.in_flight = false;
+    if (m_path.error) [[unlikely]] {
+      try {
+        std::rethrow_exception(m_path.error);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "apgas: clock %u:%llu: a phase's group allreduce failed: %s\n",
+                     m_id.home, static_cast<unsigned long long>(m_id.serial), e.what());
+        std::abort(); // a lost phase would hang the job: end it, loudly
+      }
+    }
+    const bool taken_stable = std::exchange(m_path.stable_taken, false);
+    if (m_path.vote.stable != 0) {
+      // Every member's part of the phase was stable: it ends here, as it does at the others.
+      if (!taken_stable || !m_path.held.empty() || current_slot().unresumed != 0)
+        broken(m_id, "a phase ended on the collective path with a registrant still in it");
+      m_path.stable_partial.clear();
+      m_last_collective = phase;
+      // relaxed: a statistic; only this thread writes it (under m_lock): no read-modify-write.
+      m_phases_collective.store(m_phases_collective.load(std::memory_order_relaxed) + 1,
+                                std::memory_order_relaxed);
+      clock_partial result;
+      m_path.vote.result_into(result);
+      end_phase(std::move(result), out, nullptr);
+    } else {
+      // Some member's was not: the phase ends by the general protocol, and so does this place's
+      // part of it (the tallies skip to it, see clock_tally::skip_to).
+      if (taken_stable) out.reports.push_back(stable_report(phase)); // it was the first
+      m_path.active = false;
+      free_lane();
+      for (clock_report& r : m_path.held) out.reports.push_back(std::move(r));
+      m_path.held.clear();
+      if (m_tally != nullptr) out.tally_after_send = true;
+      m_module.counters().collective_fallbacks.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  publish(out);
 }
 
 clock_report clock_proxy::take_report(phase_slot& s, std::uint64_t phase) {
@@ -237,11 +453,15 @@ clock_report clock_proxy::take_report(phase_slot& s, std::uint64_t phase) {
   r.sent = std::move(s.sent);
   s.sent.clear();
   r.partial = s.partial;
-  s.partial = clock_partial{};
+  s.partial.clear();
+  r.last_collective = m_last_collective;
+  // The lane is held only for a report that may make its phase stable.
+  r.lane_ok = r.seq == 0 && r.base == 0 && r.sent.empty() && r.completed == r.carried &&
+              r.carried != 0 && hold_lane();
   return r;
 }
 
-void clock_proxy::end_phase(clock_partial&& result, outbox& out) {
+void clock_proxy::end_phase(clock_partial&& result, outbox& out, const clock_phase_end* decision) {
   const std::uint64_t phase = m_phase.load(std::memory_order_relaxed);
   if (!result.empty() || !m_last_result.empty()) m_last_result = std::move(result);
   phase_slot& ended = slot_of(phase);
@@ -252,8 +472,10 @@ void clock_proxy::end_phase(clock_partial&& result, outbox& out) {
   }
   // Registrants that resumed here carry into the next phase, beside those already in it; the
   // ended phase's slot is the one after next's.
-  slot_of(phase + 1).unresumed += static_cast<std::int64_t>(ended.resumed);
+  const std::uint64_t carried = ended.resumed;
+  slot_of(phase + 1).unresumed += static_cast<std::int64_t>(carried);
   ended.reset();
+  if (decision != nullptr) choose_path(*decision, carried);
   // release: an advancing activity that sees the new phase (ended()) sees m_last_result.
   m_phase.store(phase + 1, std::memory_order_release);
   m_module.counters().phases_ended.fetch_add(1, std::memory_order_relaxed); // a statistic
@@ -276,7 +498,7 @@ void clock_proxy::apply_ends(std::vector<clock_phase_end>& ends, outbox& out) {
       m_slots[1].reset();
       m_phase.store(end.phase, std::memory_order_relaxed);
     }
-    end_phase(std::move(end.result), out);
+    end_phase(std::move(end.result), out, &end);
   }
 }
 
@@ -310,6 +532,7 @@ void clock_proxy::on_release(clock_phase_end end) {
 }
 
 void clock_proxy::publish(outbox& out) {
+  if (out.start_collective) start_collective();
   out.reports.for_each([&](const clock_report& r) { m_module.send_report(*this, r); });
   out.releases.for_each([&](const clock_phase_end& end) { m_module.send_release(*this, end); });
   if (out.tally_after_send) {

@@ -23,6 +23,7 @@
 #include "apgas/detail/clock_tally.hpp"
 #include "apgas/detail/spin_lock.hpp"
 
+#include "clock_collective.hpp"
 #include "small_list.hpp"
 
 #include <atomic>
@@ -41,6 +42,9 @@ public:
   /// A clock made here (local until it first leaves), or one that reached this place.
   clock_proxy(clock_protocol& module, clock_id id, std::uint64_t phase, signal default_signal,
               std::optional<std::uint64_t> first_phase);
+  clock_proxy(const clock_proxy&) = delete;
+  clock_proxy& operator=(const clock_proxy&) = delete;
+  ~clock_proxy();
 
   const clock_id& id() const noexcept { return m_id; }
   signal default_signal() const noexcept { return m_signal; }
@@ -65,9 +69,27 @@ public:
   void unregister_remote(std::uint64_t phase, place_id to) noexcept;
   /// @brief Ends a registrant's phase. `c`: its contribution to the reduction, or null.
   /// pre: it has not resumed in `phase`.
-  void resume(std::uint64_t phase, const reduce_contribution* c);
+  /// `advancing`: the registrant advances now; if its resume casts the phase's vote on the
+  /// collective path, it watches the allreduce (see wait_in_place). @return true if it does.
+  bool resume(std::uint64_t phase, const reduce_contribution* c, bool advancing = false);
   /// @brief Deregisters a registrant in `phase` (resumed in it, or not).
   void drop(std::uint64_t phase, bool resumed) noexcept;
+  /// @brief The group allreduce of the current phase completed (pre: collective_done told it):
+  /// ends the phase (all votes stable) or sends the phase's reports (see clock_collective.hpp).
+  /// Once per allreduce: a second call does nothing.
+  void complete_collective();
+  /// @brief The waiting advance gives up: done() will queue the completion. @return false if
+  /// done() was told meanwhile, seeing the watcher: the caller completes it.
+  bool unwatch_collective() noexcept {
+    std::uint8_t expected = collective_path::k_watched;
+    // acq_rel: pairs with done()'s exchange.
+    return m_path.state.compare_exchange_strong(expected, collective_path::k_running,
+                                                std::memory_order_acq_rel);
+  }
+  /// @brief True once done() was told (acquire: the result is then readable).
+  bool collective_completed() const noexcept {
+    return m_path.state.load(std::memory_order_acquire) == collective_path::k_done;
+  }
   /// @brief True once `phase` has ended here (acquire: the result is then readable).
   bool ended(std::uint64_t phase) const noexcept {
     return m_phase.load(std::memory_order_acquire) > phase;
@@ -84,6 +106,10 @@ public:
   void on_report(const clock_report& r);
   /// @brief The home says `end.phase` has ended (beyond --clock-all-to-all-places places).
   void on_release(clock_phase_end end);
+  /// @brief Phases this proxy ended on the collective path (a statistic).
+  std::uint64_t phases_on_collective_path() const noexcept {
+    return m_phases_collective.load(std::memory_order_relaxed); // relaxed: a statistic
+  }
   /// @brief One line on what the current phase waits for (the SIGUSR1 dump).
   std::string describe() const;
   /// @brief True if nothing refers to this proxy any more and it owes nothing.
@@ -108,7 +134,7 @@ private:
       unresumed = 0;
       resumed = completed = carried = next_seq = 0;
       sent.clear();
-      partial = clock_partial{};
+      partial.clear();
       waiters = nullptr;
     }
   };
@@ -131,6 +157,8 @@ private:
   /// phase ends to release (the home beyond --clock-all-to-all-places), activities to wake.
   struct outbox {
     small_list<clock_report, 1> reports;
+    bool start_collective = false; ///< the phase's vote is cast: start its group allreduce
+    bool advancing = false;        ///< the change is an advancing registrant's resume
     /// The reports are this place's own and it tallies: publish applies them after sending
     /// them (the other places wait for them; the tally here does not).
     bool tally_after_send = false;
@@ -140,8 +168,31 @@ private:
   /// After a change under the lock: ends the phase (local clock) or takes a report (a
   /// distributed one) if the current phase's registrants here have all resumed.
   void after_change(outbox& out);
-  /// The current phase ends here with the reduction `result`.
-  void end_phase(clock_partial&& result, outbox& out);
+  /// The current phase ends here with the reduction `result`; `decision`: the tally's end of
+  /// it (which says whether the next phases take the collective path), or null for a phase
+  /// that ended on the collective path.
+  void end_phase(clock_partial&& result, outbox& out, const clock_phase_end* decision);
+  /// At a phase's end by the general protocol: this place joins the collective path if the
+  /// phase was stable and it is a member, else leaves it (and frees the lane).
+  void choose_path(const clock_phase_end& decision, std::uint64_t carried);
+  /// On the collective path, the current phase's registrants here have all resumed: casts
+  /// the vote (the first time) and holds the report.
+  void cast_vote(outbox& out);
+  /// cast_vote's common case: the place's part of the phase is stable; casts the vote and
+  /// returns true (else false, nothing changed). `watched`: by an advancing registrant.
+  bool cast_stable_vote(bool watched);
+  /// The allreduce of the vote just cast is about to start (under m_lock).
+  void begin_collective(bool watched) noexcept;
+  /// Starts it (outside m_lock).
+  void start_collective();
+  /// complete_collective's common case: every vote stable, the phase ends here with nothing
+  /// to send. @return false if it is not that case (nothing changed).
+  bool complete_stable_phase();
+  /// Holds the clock's lane here if it can (for a report's lane_ok).
+  bool hold_lane();
+  /// The stable report cast_vote took without building it, built for a fallback.
+  clock_report stable_report(std::uint64_t phase);
+  void free_lane() noexcept;
   void apply_ends(std::vector<clock_phase_end>& ends, outbox& out);
   /// Applies a report to this place's tally and the phase ends it brings.
   void tally(const clock_report& r, outbox& out);
@@ -168,6 +219,34 @@ private:
   std::optional<std::uint64_t> m_first_phase;
   std::unique_ptr<clock_tally> m_tally; ///< tallying places only
   std::vector<clock_phase_end> m_ends;  ///< phases the tally ended (reused, under m_lock)
+
+  /// The collective path at this place (clock_collective.hpp), under m_lock but for `done`.
+  struct collective_path final : collective_done {
+    clock_proxy* proxy = nullptr;
+    bool active = false; ///< a member: phases from the current one on end on the path
+    std::vector<place_id> members;
+    std::size_t my_index = 0;
+    std::uint64_t registrants = 0;  ///< carried into each phase here while it is stable
+    bool in_flight = false;         ///< the current phase's vote is cast, not completed here
+    std::vector<clock_report> held; ///< the phase's reports, sent if it falls back
+    bool stable_taken = false;      ///< its first report was stable, taken unbuilt
+    clock_partial stable_partial;   ///< that report's partial
+    phase_vote vote;                ///< the allreduce's value: the vote, then the result
+    std::exception_ptr error;       ///< the network's, told by done()
+    /// Who completes the allreduce once done() is told: k_running (nobody waits in place:
+    /// done() queues it with the module), k_watched (an advance waits in place for it and
+    /// completes it), k_done (told). acq_rel exchanges between done() and the watcher.
+    static constexpr std::uint8_t k_running = 0, k_watched = 1, k_done = 2;
+    std::atomic<std::uint8_t> state{k_done};
+    /// Called by the network's poller, under its lock: queues the completion with the module.
+    void done(std::exception_ptr e) noexcept override;
+  };
+  collective_path m_path;
+  std::uint64_t m_last_collective = 0; ///< the last phase that ended here on the path
+  /// Phases ended here on the path (a statistic: written under m_lock, read by the stats).
+  std::atomic<std::uint64_t> m_phases_collective{0};
+  std::uint32_t m_lane = 0; ///< the clock's lane (when the network has lanes)
+  bool m_lane_held = false; ///< this place holds it for the clock
 };
 
 } // namespace apgas::detail

@@ -4,6 +4,8 @@
 #include "apgas/clock.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 namespace apgas::detail {
 
@@ -82,6 +84,17 @@ void clock_tally::adjust(phase_state& ph, place_id p, std::int64_t delta) {
 
 void clock_tally::apply(const clock_report& r, std::vector<clock_phase_end>& ended) {
   if (r.phase < m_oldest) return; // a report of an ended phase cannot exist (see the header)
+  // Its place knows of phases that ended on the collective path, which this tally has not
+  // seen end: skip them (see the header). Unless this tally still waits for reports of the
+  // phase before the path (it has some of them, in flight from the others): until that phase
+  // ends here, the report waits.
+  if (r.last_collective >= m_oldest) {
+    if (reports_before(r.last_collective + 1)) {
+      m_waiting_for_path.push_back(r);
+      return;
+    }
+    skip_to(r.last_collective + 1);
+  }
   // The ring holds the next phase too before ph is taken: a carry reaches it (growing the ring
   // would move ph).
   reserve_through(r.phase + 1);
@@ -106,9 +119,61 @@ void clock_tally::apply(const clock_report& r, std::vector<clock_phase_end>& end
   }
   while (try_end_oldest(ended)) {
   }
+  // A phase ended: reports that waited for it may now skip to their phase.
+  if (!m_waiting_for_path.empty() && !ended.empty()) {
+    std::vector<clock_report> waiting = std::move(m_waiting_for_path);
+    m_waiting_for_path.clear();
+    for (const clock_report& w : waiting) apply(w, ended);
+  }
+}
+
+bool clock_tally::reports_before(std::uint64_t phase) const {
+  for (std::uint64_t p = m_oldest; p < std::min(phase, m_oldest + m_open); ++p) {
+    const phase_state& ph = m_ring[p & (m_ring.size() - 1)];
+    if (!ph.held.empty()) return true;
+    for (const per_place& pp : ph.places)
+      if (pp.next_seq != 0) return true;
+  }
+  return false;
+}
+
+void clock_tally::skip_to(std::uint64_t phase) {
+  // Only carries reached the skipped phases, which no place reported; the phase skipped to
+  // and later ones may have reports already (from places that had not heard of the collective
+  // path: a registration sent in the phase that fell back).
+  const auto reported = [](const phase_state& ph) {
+    return std::any_of(ph.places.begin(), ph.places.end(),
+                       [](const per_place& pp) { return pp.next_seq != 0; });
+  };
+  const std::uint64_t open_end = m_oldest + m_open;
+  for (std::uint64_t p = m_oldest; p < std::min(phase, open_end); ++p)
+    if (reported(slot(p)))
+      throw std::logic_error("apgas: a clock tally was asked to skip to phase " +
+                             std::to_string(phase) + " past phase " + std::to_string(p) +
+                             ", which it has reports of");
+  std::vector<per_place> carries;
+  if (m_open != 0) {
+    carries = std::move(slot(m_oldest).places);
+    for (std::uint64_t p = m_oldest; p < std::min(phase, open_end); ++p) slot(p).reset();
+  }
+  m_open = open_end > phase ? static_cast<std::size_t>(open_end - phase) : 0;
+  m_oldest = phase;
+  reserve_through(phase + 1);
+  // The phase takes the same carries (its slot may be the oldest's: the ring wraps).
+  phase_state& to = slot(phase);
+  for (place_id q = 0; q < carries.size(); ++q) {
+    if (carries[q].carried_in == 0) continue;
+    to.at(q).carried_in += carries[q].carried_in;
+    adjust(to, q, carries[q].pending);
+  }
+  to.touched = true;
+  m_base_known = true; // the first phase ended before any phase could be stable
 }
 
 void clock_tally::apply_in_order(const clock_report& r, phase_state& ph) {
+  per_place& me = ph.at(r.from);
+  me.stable = r.seq == 0 && r.base == 0 && r.sent.empty() && r.completed == r.carried &&
+              r.carried == me.carried_in && r.carried != 0 && r.lane_ok;
   ++ph.at(r.from).next_seq;
   if (r.base != 0) m_base_known = true;
   adjust(ph, r.from, static_cast<std::int64_t>(r.base) - static_cast<std::int64_t>(r.completed));
@@ -117,6 +182,7 @@ void clock_tally::apply_in_order(const clock_report& r, phase_state& ph) {
     ph.at(r.from).carried += r.carried;
     phase_state& next = slot(r.phase + 1); // reserved by apply: ph stays valid
     next.touched = true;
+    next.at(r.from).carried_in += r.carried;
     adjust(next, r.from, static_cast<std::int64_t>(r.carried));
   }
   if (!r.partial.empty()) ph.partials.emplace_back(std::pair(r.from, r.seq), r.partial);
@@ -138,12 +204,17 @@ bool clock_tally::try_end_oldest(std::vector<clock_phase_end>& ended) {
     std::sort(ph.partials.begin(), ph.partials.end(), by_report);
   for (const auto& [key, partial] : ph.partials) end.result.fold(partial);
   bool carried = false;
+  bool stable = true;
   for (place_id p = 0; p < ph.places.size(); ++p) {
     if (ph.places[p].next_seq == 0) continue; // it did not report in this phase
     carried = carried || ph.places[p].carried != 0;
+    stable = stable && ph.places[p].next_seq == 1 && ph.places[p].stable;
     if (m_list_reporters) end.reported_at.push_back(p);
+    end.members.push_back(p);
   }
   end.last = !carried;
+  end.stable = stable && carried;
+  if (!end.stable) end.members.clear();
   m_over = end.last;
   // The ended phase's slot is reused for a later one.
   ph.reset();

@@ -271,6 +271,21 @@ private:
       // An activity that holds no clock can only misuse one (or start children without
       // clocks): it stops, now and then after one misuse.
       if (held == 0 && !chance(m_shape.misuse_percent) && (m_budget <= 0 || chance(50))) break;
+      if (held != 0 && chance(m_shape.run_percent)) {
+        // A run of advances on one clock (plain, or with a contribution, each phase anew).
+        op run;
+        run.clock = static_cast<std::uint8_t>(clock_for(p, held));
+        run.eager = chance(30) ? 1 : 0;
+        const bool reduce = chance(50) && !registered_on(resumed, run.clock);
+        run.kind = reduce ? op_kind::advance_reduce : op_kind::advance;
+        const auto length = 2 + pick(5);
+        for (std::uint64_t k = 0; k < length; ++k) {
+          run.value = static_cast<std::int32_t>(pick(2001)) - 1000;
+          p.scripts[script].push_back(run);
+        }
+        resumed = static_cast<std::uint8_t>(resumed & ~(1U << run.clock));
+        continue;
+      }
       op o;
       // Spawns while the budget lasts, so that programs have several activities.
       const auto roll = m_budget > 0 && chance(25) ? 99 : pick(100);

@@ -148,6 +148,10 @@ struct shape {
   int max_ops = 8;
   int remote_percent = 50; ///< of spawns, by async_at
   int misuse_percent = 5;  ///< of operations, on a dropped clock or reducing after resume
+  /// Of operations, a run of 2 to 6 advances on one clock instead: with several activities
+  /// doing so, phases in which no registration changes follow each other (a clock's
+  /// collective path), and the other activities' spawns and drops break them.
+  int run_percent = 15;
 };
 
 /// A random program that the model runs to its end (retrying seeds derived from `seed`),

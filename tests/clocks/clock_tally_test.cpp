@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 #include <vector>
@@ -216,3 +217,143 @@ TEST(clock_tally, reduction_results_are_folded_in_place_order) {
 }
 
 } // namespace
+
+// ---- stable phases and the collective path (clock_collective.hpp) ---------------------------
+
+namespace {
+
+/// A report of `from` in `phase`: `n` registrants completed and carried on, nothing sent.
+clock_report stable_report(place_id from, std::uint64_t phase, std::uint64_t n,
+                           std::uint64_t last_collective = 0) {
+  clock_report r;
+  r.from = from;
+  r.first_phase = 1;
+  r.phase = phase;
+  r.completed = n;
+  r.carried = n;
+  r.lane_ok = true;
+  r.last_collective = last_collective;
+  return r;
+}
+
+/// A tally past its first phase: place 0 had 2 registrants (base), and sent one to place 1;
+/// phase 1 ends with 2 carried at place 0 and 1 at place 1 (not stable: a base and a send).
+clock_tally tally_after_first_phase() {
+  clock_tally tally(1);
+  std::vector<clock_phase_end> ended;
+  clock_report home;
+  home.from = 0;
+  home.first_phase = 1;
+  home.phase = 1;
+  home.base = 2;
+  home.completed = 2;
+  home.carried = 2;
+  home.sent = {{1, 1}};
+  home.lane_ok = true;
+  clock_report other = stable_report(1, 1, 1);
+  tally.apply(home, ended);
+  tally.apply(other, ended);
+  EXPECT_EQ(ended.size(), 1U);
+  EXPECT_FALSE(ended[0].stable);
+  return tally;
+}
+
+} // namespace
+
+TEST(clock_tally, a_phase_that_changes_no_registration_is_stable) {
+  clock_tally tally = tally_after_first_phase();
+  std::vector<clock_phase_end> ended;
+  tally.apply(stable_report(1, 2, 1), ended);
+  tally.apply(stable_report(0, 2, 2), ended);
+  ASSERT_EQ(ended.size(), 1U);
+  EXPECT_TRUE(ended[0].stable);
+  EXPECT_EQ(ended[0].members, (std::vector<place_id>{0, 1}));
+}
+
+TEST(clock_tally, a_phase_with_a_change_is_not_stable) {
+  // Each variant changes one thing of a stable phase 2.
+  const auto variants = std::vector<std::function<void(std::vector<clock_report>&)>>{
+      [](auto& r) {
+        r[0].sent = {{1, 1}};
+      },                                                  // a registration sent (and so, one more)
+      [](auto& r) { r[0].carried = 1; },                  // a drop
+      [](auto& r) { r[1].lane_ok = false; },              // the lane is another clock's there
+      [](auto& r) { r[0].completed = r[0].carried = 3; }, // a registrant came from elsewhere
+  };
+  for (std::size_t v = 0; v < variants.size(); ++v) {
+    clock_tally tally = tally_after_first_phase();
+    std::vector<clock_report> reports{stable_report(0, 2, 2), stable_report(1, 2, 1)};
+    variants[v](reports);
+    std::vector<clock_phase_end> ended;
+    if (v == 0) { // the registration sent to place 1 resumed there: a second report of it
+      clock_report more = stable_report(1, 2, 1);
+      more.seq = 1;
+      tally.apply(more, ended);
+    }
+    if (v == 3) { // the registrant came from place 1, which sent it in phase 1... as a send
+      reports[1].sent = {{0, 1}};
+    }
+    for (const auto& r : reports) tally.apply(r, ended);
+    ASSERT_EQ(ended.size(), 1U) << "variant " << v;
+    EXPECT_FALSE(ended[0].stable) << "variant " << v;
+    EXPECT_TRUE(ended[0].members.empty()) << "variant " << v;
+  }
+}
+
+TEST(clock_tally, skips_the_phases_that_ended_on_the_collective_path) {
+  clock_tally tally = tally_after_first_phase();
+  std::vector<clock_phase_end> ended;
+  tally.apply(stable_report(0, 2, 2), ended);
+  tally.apply(stable_report(1, 2, 1), ended);
+  ASSERT_EQ(ended.size(), 1U);
+  ASSERT_TRUE(ended[0].stable);
+  ended.clear();
+  // Phases 3 to 6 end on the collective path; 7 falls back (place 1 drops its registrant):
+  // the reports say so, and the tally starts phase 7 from the same carries.
+  clock_report drop = stable_report(1, 7, 1, 6);
+  drop.carried = 0;
+  tally.apply(drop, ended);
+  EXPECT_TRUE(ended.empty());
+  EXPECT_EQ(tally.oldest_open_phase(), 7U);
+  tally.apply(stable_report(0, 7, 2, 6), ended);
+  ASSERT_EQ(ended.size(), 1U);
+  EXPECT_EQ(ended[0].phase, 7U);
+  EXPECT_FALSE(ended[0].stable);
+  EXPECT_FALSE(ended[0].last);
+}
+
+TEST(clock_tally, a_report_from_a_place_off_the_path_is_kept_for_its_phase) {
+  clock_tally tally = tally_after_first_phase();
+  std::vector<clock_phase_end> ended;
+  tally.apply(stable_report(0, 2, 2), ended);
+  tally.apply(stable_report(1, 2, 1), ended);
+  ended.clear();
+  // Phase 5 falls back: place 0 registered an activity at place 2, which reports first; it
+  // knows nothing of the path (last_collective 0).
+  clock_report newcomer = stable_report(2, 5, 1);
+  tally.apply(newcomer, ended);
+  clock_report sender = stable_report(0, 5, 2, 4);
+  sender.sent = {{2, 1}};
+  tally.apply(sender, ended);
+  EXPECT_TRUE(ended.empty());
+  tally.apply(stable_report(1, 5, 1, 4), ended);
+  ASSERT_EQ(ended.size(), 1U);
+  EXPECT_EQ(ended[0].phase, 5U);
+}
+
+TEST(clock_tally, a_report_past_the_path_waits_for_the_phase_before_it) {
+  clock_tally tally = tally_after_first_phase();
+  std::vector<clock_phase_end> ended;
+  // Phase 2 ends stable at the other places, which go on to phases 3 and 4 on the path and
+  // fall back at 5; here place 1's report of phase 2 is still on its way.
+  tally.apply(stable_report(0, 2, 2), ended);
+  tally.apply(stable_report(0, 5, 2, 4), ended);
+  EXPECT_TRUE(ended.empty());
+  tally.apply(stable_report(1, 2, 1), ended); // phase 2 ends: the waiting report skips to 5
+  ASSERT_EQ(ended.size(), 1U);
+  EXPECT_EQ(ended[0].phase, 2U);
+  EXPECT_EQ(tally.oldest_open_phase(), 5U);
+  tally.apply(stable_report(1, 5, 1, 4), ended);
+  ASSERT_EQ(ended.size(), 2U);
+  EXPECT_EQ(ended[1].phase, 5U);
+}

@@ -6,6 +6,7 @@
 // gives a user function no other context.
 #include "mpi_collectives.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <mutex>
@@ -130,6 +131,25 @@ mpi_collectives::mpi_collectives(MPI_Comm world, spin_lock& net_lock) : m_net_lo
   for (int r = 0; r < size; ++r) t->members.push_back(static_cast<place_id>(r));
   t->rank = static_cast<place_id>(rank);
   m_teams.push_back(std::move(t));
+  // Groups (clock phases) get a communicator of their own, so that their tags never meet a
+  // team's; as many lanes as its tag space holds (MPI promises tags up to at least 32,767).
+  mpi_check(MPI_Comm_dup(world, &m_groups), "MPI_Comm_dup");
+  void* tag_ub = nullptr;
+  int found = 0;
+  mpi_check(MPI_Comm_get_attr(m_groups, MPI_TAG_UB, &tag_ub, &found), "MPI_Comm_get_attr");
+  const long long max_tag = found != 0 ? *static_cast<int*>(tag_ub) : 32767;
+  const long long lanes =
+      (max_tag - p2p_collective::k_first_group_tag + 1) / p2p_collective::k_rounds_per_lane;
+  m_group_lanes = static_cast<std::uint32_t>(std::clamp<long long>(lanes, 0, 1 << 20));
+}
+
+void mpi_collectives::start_group(const group_call& call, collective_done& done) {
+  if (call.lane >= m_group_lanes || call.count == 0 || call.my_index >= call.count ||
+      call.bytes > p2p_collective::k_max_bytes)
+    throw std::logic_error("apgas: a group collective out of range");
+  std::lock_guard net(m_net_lock);
+  m_small.start(done, [&](p2p_collective& c) { c.begin_group(call, m_groups, done); });
+  count_pending_locked();
 }
 
 mpi_collectives::~mpi_collectives() {
@@ -138,6 +158,7 @@ mpi_collectives::~mpi_collectives() {
   m_small.clear(); // their requests before their communicators
   m_exchanges.clear();
   if (mpi_is_finalized()) return;
+  if (m_groups != MPI_COMM_NULL) MPI_Comm_free(&m_groups);
   for (auto& t : m_teams)
     if (t != nullptr && t->comm != MPI_COMM_NULL) MPI_Comm_free(&t->comm);
   for (MPI_Datatype& d : m_user_datatypes) MPI_Type_free(&d);

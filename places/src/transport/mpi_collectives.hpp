@@ -35,6 +35,8 @@ public:
   void free(team_handle team) noexcept override;
   std::size_t pending() const noexcept override;
   void progress() override;
+  std::uint32_t group_lanes() const noexcept override { return m_group_lanes; }
+  void start_group(const group_call& call, collective_done& done) override;
 
   /// @brief Completes what finished: tells each its done. pre: the network lock is held.
   void test_locked();
@@ -113,6 +115,8 @@ private:
   };
 
   spin_lock& m_net_lock;
+  MPI_Comm m_groups = MPI_COMM_NULL; ///< the groups' communicator (a duplicate of world's)
+  std::uint32_t m_group_lanes = 0;   ///< lanes its tag space holds
   std::vector<std::unique_ptr<team_state>> m_teams; ///< by handle; null: freed (reusable)
   // Under m_net_lock: in flight, m_requests[i] for m_done[i] (MPI wants a plain array).
   std::vector<MPI_Request> m_requests;

@@ -10,8 +10,6 @@ namespace apgas::detail {
 
 namespace {
 
-constexpr int k_first_tag = 100;
-
 template <class T, class Op>
 void apply_each(std::byte* out, const std::byte* a, const std::byte* b, std::size_t n, Op op) {
   // Through memcpy: the buffers are bytes, maybe unaligned; the loop still vectorizes.
@@ -87,8 +85,28 @@ bool p2p_collective::uses_ring(const collective_call& c, int size) noexcept {
          c.count * c.type.size > k_max_bytes && c.count >= static_cast<std::size_t>(size);
 }
 
+void p2p_collective::begin_group(const group_call& g, MPI_Comm comm, collective_done& done) {
+  collective_call c;
+  c.kind = collective_kind::allreduce;
+  c.send = g.value;
+  c.recv = g.value;
+  c.count = 1;
+  c.type.size = static_cast<std::uint32_t>(g.bytes);
+  c.op.combine = g.combine;
+  m_used_bytes = g.used_bytes;
+  m_empty_value = g.empty_value;
+  begin(c, comm, static_cast<int>(g.my_index), static_cast<int>(g.count), done, g.members,
+        k_first_group_tag + static_cast<int>(g.lane) * k_rounds_per_lane);
+}
+
 void p2p_collective::begin(const collective_call& c, MPI_Comm comm, int rank, int size,
-                           collective_done& done) {
+                           collective_done& done, const place_id* members, int first_tag) {
+  if (members == nullptr) { // a team's: the whole value
+    m_used_bytes = nullptr;
+    m_empty_value = nullptr;
+  }
+  m_members = members;
+  m_first_tag = first_tag;
   m_call = c;
   m_comm = comm;
   m_rank = rank;
@@ -143,13 +161,20 @@ p2p_collective::~p2p_collective() {
 }
 
 void p2p_collective::post(int to, int from) {
-  // The value is sent from where it is: it changes only once both requests completed.
-  post(to, m_call.recv, m_bytes, from, m_incoming.data(), m_bytes);
+  // The value is sent from where it is: it changes only once both requests completed. A
+  // group's value may use fewer bytes than it may take: only those are sent, and a receive
+  // takes any size up to the most.
+  const std::size_t sent = m_used_bytes != nullptr ? m_used_bytes(m_call.recv) : m_bytes;
+  post(to, m_call.recv, sent, from, m_incoming.data(), m_bytes);
 }
 
 void p2p_collective::post(int to, const void* send, std::size_t send_bytes, int from, void* recv,
                           std::size_t recv_bytes) {
-  const int tag = k_first_tag + m_round;
+  const int tag = m_first_tag + m_round;
+  if (m_members != nullptr) { // a group: its ranks name ranks of the communicator
+    if (from >= 0) from = static_cast<int>(m_members[from]);
+    if (to >= 0) to = static_cast<int>(m_members[to]);
+  }
   if (from >= 0)
     mpi_check(
         MPI_Irecv(recv, static_cast<int>(recv_bytes), MPI_BYTE, from, tag, m_comm, &m_requests[0]),
@@ -294,8 +319,20 @@ void p2p_collective::next_step() {
 bool p2p_collective::progress() {
   while (m_step != step::finished) {
     int complete = 0;
-    mpi_check(MPI_Testall(2, m_requests, &complete, MPI_STATUSES_IGNORE), "MPI_Testall");
-    if (complete == 0) return false;
+    if (m_empty_value == nullptr) {
+      mpi_check(MPI_Testall(2, m_requests, &complete, MPI_STATUSES_IGNORE), "MPI_Testall");
+      if (complete == 0) return false;
+    } else {
+      // A group whose members may send nothing (see group_call::empty_value): an empty message
+      // stands for that value.
+      const bool receiving = m_requests[0] != MPI_REQUEST_NULL;
+      MPI_Status statuses[2];
+      mpi_check(MPI_Testall(2, m_requests, &complete, statuses), "MPI_Testall");
+      if (complete == 0) return false;
+      int count = 0;
+      if (receiving && MPI_Get_count(&statuses[0], MPI_BYTE, &count) == MPI_SUCCESS && count == 0)
+        std::memcpy(m_incoming.data(), m_empty_value, m_bytes);
+    }
     next_step();
   }
   return true;

@@ -7,7 +7,8 @@
 // what the blocking calls take, and a member that arrives last completes at once. Internal to
 // places/src/transport; includes mpi.h.
 //
-// Messages: every round's Isend/Irecv pair uses tag k_first_tag + round. Members call a team's
+// Messages: every round's Isend/Irecv pair uses tag k_first_tag + round (a group's: its lane's
+// first tag + round, on the groups' communicator). Members call a team's
 // collectives in the same order and each completes its rounds in order, so MPI's
 // non-overtaking rule matches every message with its round, also across consecutive calls.
 #pragma once
@@ -29,6 +30,8 @@ public:
   /// Allreduces of up to this many bytes go point to point (MPI's eager size on shared memory:
   /// larger ones are bandwidth-bound, where MPI's algorithms are better).
   static constexpr std::size_t k_max_bytes = 4096;
+  /// A team's round r uses tag k_first_tag + r.
+  static constexpr int k_first_tag = 100;
 
   /// @brief True if `c` goes point to point on a team of `size`: a barrier, an allreduce of
   /// at most k_max_bytes, or one of more with a built-in operation (uses_ring).
@@ -43,7 +46,16 @@ public:
   /// @brief Starts collective `c` (this object is reused: one collective at a time, once the
   /// previous one completed). @param rank, size this place's rank in `comm` and the number of
   /// members.
-  void begin(const collective_call& c, MPI_Comm comm, int rank, int size, collective_done& done);
+  void begin(const collective_call& c, MPI_Comm comm, int rank, int size, collective_done& done,
+             const place_id* members = nullptr, int first_tag = k_first_tag);
+  /// @brief Starts a group's allreduce (group_call): ranks are indices in its members, which
+  /// name ranks of `comm`, and its rounds use tags from k_first_group_tag + lane x
+  /// k_rounds_per_lane.
+  void begin_group(const group_call& g, MPI_Comm comm, collective_done& done);
+  /// Tags a group's rounds may use: more than any allreduce takes (its fold, a doubling round
+  /// per power of two, its unfold).
+  static constexpr int k_rounds_per_lane = 64;
+  static constexpr int k_first_group_tag = 64;
   /// @brief Frees a large buffer of a completed collective (a spare keeps only small ones).
   void trim() noexcept {
     if (m_incoming.capacity() > k_max_bytes) std::vector<std::byte>().swap(m_incoming);
@@ -85,6 +97,10 @@ private:
 
   collective_call m_call;
   MPI_Comm m_comm = MPI_COMM_NULL;
+  const place_id* m_members = nullptr; ///< a group's: rank i is comm rank m_members[i]
+  std::size_t (*m_used_bytes)(const void*) = nullptr; ///< a group's: bytes of a value to send
+  const void* m_empty_value = nullptr; ///< a group's: what an empty message stands for
+  int m_first_tag = 0;                 ///< round r uses tag m_first_tag + r
   int m_rank = 0;
   int m_size = 1;
   int m_extra = 0;   ///< members past the largest power of two <= size (allreduce)

@@ -27,6 +27,16 @@
 //
 // The result of a phase's reduction is folded in a canonical order (by place, then by report)
 // so that every tallying place computes the same value, floating point included.
+//
+// Stable phases. A phase in which every place that reported did so once, with no base and
+// nothing sent, each of its registrants completing and carrying on (completed = carried =
+// what it carried in), changed no registration: the next phase has the same registrants at the
+// same places. The tally says so at the phase's end (clock_phase_end::stable), and the places
+// then end the next phases among themselves with a group allreduce (the collective path, in
+// clock_proxy.hpp) while each of them stays stable, without reports. The first phase in which
+// one is not ends here again: its places report it, each saying which phase last ended on the
+// collective path, and the tally skips the phases it has not seen to that one, with the same
+// carries as the last phase it saw (the phases in between were stable: nothing changed).
 #pragma once
 
 #include "apgas/clock_reduce.hpp"
@@ -61,6 +71,12 @@ struct clock_partial {
   std::shared_ptr<const clock_failure> failure; ///< set: the reduction failed
 
   bool empty() const noexcept { return combine == nullptr && failure == nullptr; }
+  /// @brief Empties it (without touching the value's bytes, which nobody reads then).
+  void clear() noexcept {
+    combine = nullptr;
+    size = 0;
+    failure.reset();
+  }
   bool failed() const noexcept { return failure != nullptr; }
   /// @brief Folds one contribution (`bytes` bytes at `v`, combined by `op`) in. A failed
   /// partial stays failed; another operation or size, or an `op` that throws, fails it.
@@ -85,6 +101,12 @@ struct clock_report {
   std::uint64_t carried = 0;   ///< of those, registrants that stay into the next phase
   std::vector<std::pair<place_id, std::uint64_t>> sent; ///< registrations sent, per place
   clock_partial partial;
+  /// The place holds the clock's lane for group collectives (clock_protocol.hpp): a phase that
+  /// ends stable may move to the collective path only if every place that reported holds it.
+  bool lane_ok = false;
+  /// The last phase its place knows to have ended on the collective path (0: none): a tally
+  /// that has not heard of those phases skips them (see clock_tally::apply).
+  std::uint64_t last_collective = 0;
 };
 
 /// @brief A phase that has ended everywhere, with its reduction's result.
@@ -97,6 +119,11 @@ struct clock_phase_end {
   std::vector<place_id> reported_at;
   /// No registrant stays: the clock is over.
   bool last = false;
+  /// The phase was stable: every place that reported did so once, with no base, nothing
+  /// sent, every registrant it carried in completed and carried on, and the clock's lane held.
+  /// The next phases then end on the collective path among `members` until one is not.
+  bool stable = false;
+  std::vector<place_id> members; ///< stable: the places that reported, ascending
 };
 
 /// @brief The tally of one clock at one tallying place. Thread-safety: none (the caller's lock).
@@ -126,7 +153,9 @@ private:
   struct per_place {
     std::int64_t pending = 0;
     std::uint64_t next_seq = 0;
-    std::uint64_t carried = 0; ///< into the next phase
+    std::uint64_t carried = 0;    ///< into the next phase
+    std::uint64_t carried_in = 0; ///< from the phase before
+    bool stable = false;          ///< its one report so far left its registrations as they were
   };
   struct phase_state {
     std::vector<per_place> places;  ///< by place id, grown on demand
@@ -146,6 +175,11 @@ private:
   /// Makes room in the ring for the phases up to `phase` (it may move every phase's state).
   void reserve_through(std::uint64_t phase);
   void apply_in_order(const clock_report& r, phase_state& ph);
+  /// Phases m_oldest .. phase - 1 ended on the collective path: phase takes over the carries
+  /// of m_oldest, which no report reached.
+  void skip_to(std::uint64_t phase);
+  /// True if an open phase before `phase` has a report (it did not end on the collective path).
+  bool reports_before(std::uint64_t phase) const;
   static void adjust(phase_state& ph, place_id p, std::int64_t delta);
   bool try_end_oldest(std::vector<clock_phase_end>& ended);
 
@@ -153,6 +187,8 @@ private:
   std::vector<phase_state> m_ring;
   std::size_t m_open = 0; ///< phases from m_oldest on that a report or a carry reached
   std::uint64_t m_oldest;
+  /// Reports that skip to their phase once the phase before the collective path ends here.
+  std::vector<clock_report> m_waiting_for_path;
   bool m_list_reporters;
   bool m_base_known = false; ///< the home's first report (with its base) has been applied
   bool m_over = false;

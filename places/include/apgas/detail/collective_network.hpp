@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,28 @@ struct collective_call {
   const int* recv_displs = nullptr;
 };
 
+/// @brief An allreduce among a group of places that is no team: `members` (ascending place
+/// ids, this place among them), on a communicator for groups, its messages told apart from
+/// other groups' by `lane` (below collective_network::group_lanes(); two groups in flight at
+/// once that share a place must use different lanes). `value` holds this member's
+/// contribution, `bytes` of it, and receives the result in place: the contributions combined
+/// in member order by `combine` (acc = acc op value, acc the lower members' part). The arrays
+/// stay the caller's until the call completes. A clock phase on its collective path is one.
+struct group_call {
+  const place_id* members = nullptr;
+  std::size_t count = 0;    ///< members
+  std::size_t my_index = 0; ///< this place's index in members
+  std::uint32_t lane = 0;
+  void* value = nullptr;
+  std::size_t bytes = 0; ///< the most a value takes
+  combine_fn combine = nullptr;
+  /// How many of a value's bytes to send (its used part: the rest is not read), or null for
+  /// `bytes`. It may be 0: the receiver then reads `empty_value` (`bytes` of them) instead, so
+  /// that a common value costs the messages of a barrier.
+  std::size_t (*used_bytes)(const void* value) = nullptr;
+  const void* empty_value = nullptr;
+};
+
 /// @brief Told once when a collective completes (from the polling thread, under the network's
 /// lock: it must not call the transport).
 class collective_done {
@@ -129,6 +152,15 @@ public:
   /// @brief Tests the started collectives once, if no other thread holds the network (for an
   /// activity that waits a moment in place, its worker having nothing else to do).
   virtual void progress() {}
+  /// @brief How many lanes groups may use (0: this network has no group collectives).
+  virtual std::uint32_t group_lanes() const noexcept { return 0; }
+  /// @brief Starts a group's allreduce (see group_call); `done` is told when it completes.
+  /// pre: group_lanes() > call.lane.
+  virtual void start_group(const group_call& call, collective_done& done) {
+    (void)call;
+    (void)done;
+    throw std::logic_error("apgas: this network has no group collectives");
+  }
 };
 
 /// @brief split()'s answer to a member that asked for no team (a negative color).
