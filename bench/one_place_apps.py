@@ -28,6 +28,7 @@ import sys
 # name -> (folder, arguments): sizes that run for 0.05 to 1 s at 2 workers.
 APPS = {
     "averaging": ("averaging", ["--repeat", "3"]),
+    "averaging-finish": ("averaging", ["--sync", "finish", "--repeat", "3"]),
     "heat": ("heat", ["--repeat", "3"]),
     "heat-512": ("heat", ["--n", "512", "--repeat", "3"]),
     "fib": ("fib", ["35", "--repeat", "3"]),

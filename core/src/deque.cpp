@@ -71,9 +71,11 @@ ws_deque::item ws_deque::pop_public() noexcept {
       }
       continue;
     }
-    // Take back the newer half of [t, split): thieves keep the older items, which are the
-    // larger ones in divide-and-conquer code. The new split stays above t (see above).
-    const std::uint32_t new_split = t + (m_split - t) / 2;
+    // Take back the newest public item only: the others stay where idle workers can take
+    // them (work handed in from outside is public as a whole, and an owner that took back
+    // half of it would keep that half from thieves until its next push or pop). The new split
+    // stays above t (see above).
+    const std::uint32_t new_split = m_split - 1;
     if (m_public.compare_exchange_weak(word, pack(t, new_split), std::memory_order_acq_rel,
                                        std::memory_order_relaxed)) {
       m_split = new_split;

@@ -91,14 +91,15 @@ TEST(deque, a_long_activity_answers_requests_without_pushing) {
   EXPECT_EQ(d.steal(), 3U);
 }
 
-TEST(deque, the_owner_takes_back_the_newer_half_of_the_public_part) {
+TEST(deque, the_owner_takes_back_one_public_item_at_a_time) {
   ws_deque d(8);
   for (std::uintptr_t i = 1; i <= 4; ++i) d.push(i);
   d.share_all();
-  EXPECT_EQ(d.pop(), 4U); // takes back 3 and 4; 1 and 2 stay public
+  EXPECT_EQ(d.pop(), 4U); // takes back 4 alone; 1, 2 and 3 stay public
+  EXPECT_EQ(d.owner_private_count(), 0U);
   EXPECT_EQ(d.steal(), 1U);
-  EXPECT_EQ(d.pop(), 3U);
   EXPECT_EQ(d.steal(), 2U);
+  EXPECT_EQ(d.pop(), 3U);
   EXPECT_EQ(d.pop(), 0U);
 }
 

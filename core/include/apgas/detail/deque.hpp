@@ -17,8 +17,8 @@
 // thief until the activity ends. An activity that runs long without pushing or popping can
 // also answer requests itself (serve_requests: GLB's drain loop does, between batches). So
 // the owner pays a read-modify-write only at the boundary: when it
-// answers a request, and when its private part is empty and it takes back the newer half of
-// what it made public (a compare-and-swap that races the thieves' on the same word, so that
+// answers a request, and when its private part is empty and it takes back the newest item
+// of what it made public (a compare-and-swap that races the thieves' on the same word, so that
 // each item goes to one side only), which in a flat loop of spawns is every iteration, the
 // cost that a Chase-Lev deque's push onto an empty deque pays in its fence. A thief never
 // interrupts the owner: no signal, no IPI, no membarrier; it waits at most until the owner's next
@@ -228,7 +228,7 @@ private:
   /// A thief asked: make the older half of the private part public, or nothing if it is empty
   /// (the request stays up and the next push answers it).
   [[gnu::noinline]] void answer_request() noexcept;
-  /// The private part is empty: take back the newer half of the public part, or report empty.
+  /// The private part is empty: take back its newest public item, or report empty.
   [[gnu::noinline]] item pop_public() noexcept;
   /// Moves the split `n` items down the private part (publishing them) and wakes a sleeper.
   void publish(std::uint32_t n) noexcept;
