@@ -11,7 +11,9 @@
 #include <apgas/apgas.hpp>
 
 #include "apgas_kernels.hpp"
+#include "app_case.hpp"
 #include "floor_kernels.hpp"
+#include "suite_cases.hpp"
 #include <apgas_apps/fib.hpp>
 #include <apgas_apps/flat_loop.hpp>
 #include <apgas_apps/integrate.hpp>
@@ -50,7 +52,15 @@
 #include <thread>
 #include <vector>
 
+apgas::runtime*& apgas_bench::current_runtime() {
+  static apgas::runtime* rt = nullptr;
+  return rt;
+}
+
 namespace {
+
+using apgas_bench::app_case;
+using apgas_bench::current_runtime;
 
 using clock_type = std::chrono::steady_clock;
 
@@ -110,7 +120,8 @@ for a speedup on w workers, reported next to target (b).
 
   --reps R               repetitions per measurement (default 5)
   --quick                tiny sizes (a smoke test: a few seconds, results still checked)
-  --only LIST            comma-separated apps: fib,integrate,nqueens,quicksort,loop
+  --only LIST            comma-separated apps: fib,integrate,nqueens,quicksort,loop and the
+                         Friendly Barriers suite jacobi,fft,cilksort,lud,barneshut
   --workers LIST         comma-separated worker counts (default 1,2)
   --variants LIST        comma-separated: apgas-wf,apgas-hf,apgas-ad,tbb,omp,floor (default:
                          all; the sequential reference always runs; floor: fib(N) without a
@@ -192,7 +203,9 @@ settings parse_args(int argc, char** argv) {
     } else if (arg == "--only") {
       s.only = split_list(take());
       for (const auto& a : s.only)
-        if (a != "fib" && a != "integrate" && a != "nqueens" && a != "quicksort" && a != "loop")
+        if (a != "fib" && a != "integrate" && a != "nqueens" && a != "quicksort" && a != "loop" &&
+            std::find(apgas_bench::suite_apps().begin(), apgas_bench::suite_apps().end(), a) ==
+                apgas_bench::suite_apps().end())
           usage_exit(fmt::format("--only: unknown app '{}'", a));
     } else if (arg == "--variants") {
       s.variants = split_list(take());
@@ -289,30 +302,6 @@ private:
 
 // ---- the cases ------------------------------------------------------------------------------
 
-/// @brief One app at one size: how to run it under each scheduler and how to check a result.
-/// Every runner returns the result as a double (exact for the integer results here); quicksort
-/// returns 0 and its check looks at the sorted buffer.
-struct app_case {
-  std::string app;                       ///< fib, integrate, nqueens, quicksort
-  std::string label;                     ///< e.g. "fib(32) cutoff 0"
-  bool coarse = false;                   ///< has a cutoff: target (c)
-  bool one_task_per_call = false;        ///< fib without cutoff: target (a)
-  std::uint64_t tasks = 0;               ///< asyncs (= task_group::run = omp task) per run
-  std::function<void()> prepare = [] {}; ///< untimed, before every run
-  std::function<double()> run_seq;
-  std::function<double()> run_apgas; ///< in the current apgas runtime
-  /// The most unstarted children an apgas run held (in the current runtime; untimed). Empty:
-  /// not measured for this case.
-  std::function<std::uint64_t()> peak_apgas;
-  std::function<double()> run_tbb; ///< empty if the peer is not built
-  std::function<double(unsigned)> run_omp;
-  std::function<double()> run_floor; ///< the spawn's floor (one worker), where there is one
-  std::string mismatch_note;         ///< appended to the wrong-result message
-  std::function<bool(double got, double expected)> check = [](double g, double e) {
-    return g == e;
-  };
-};
-
 /// Asyncs of apgas_apps::fib(n, cutoff): one per call with n >= 2 and n >= cutoff (a finish_all
 /// of two tasks, one of which is stealable: one spawn, as the runtime's spawn counter says).
 std::uint64_t fib_tasks(int n, int cutoff) {
@@ -360,11 +349,6 @@ std::function<double(unsigned)> omp_runner([[maybe_unused]] F&& f) {
 #else
   return {};
 #endif
-}
-
-apgas::runtime*& current_runtime() {
-  static apgas::runtime* rt = nullptr;
-  return rt;
 }
 
 std::vector<app_case> make_fib_cases(const settings& s) {
@@ -706,7 +690,7 @@ std::vector<config> make_configs(context& ctx, const app_case& c) {
   // quicksort and the loop, whose sequential kernels write one shared array.
   const bool parallel_counts = std::any_of(ctx.opts.workers.begin(), ctx.opts.workers.end(),
                                            [](unsigned w) { return w >= 2; });
-  if (c.app != "quicksort" && c.app != "loop" && parallel_counts) {
+  if (c.seq_copies && c.app != "quicksort" && c.app != "loop" && parallel_counts) {
     auto reps = std::make_shared<unsigned>(0); // shared: every copy count runs as many
     auto copies = [&c, reps](unsigned w) {
       return config{
@@ -1077,6 +1061,7 @@ int main(int argc, char** argv) {
   if (listed(s.only, "nqueens")) append(make_nqueens_cases(s));
   if (listed(s.only, "quicksort")) append(make_quicksort_cases(s));
   if (listed(s.only, "loop")) append(make_loop_cases(s));
+  append(apgas_bench::make_suite_cases(s.only, s.quick));
 
   watchdog dog;
   context ctx{s, dog};

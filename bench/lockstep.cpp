@@ -43,8 +43,9 @@ struct settings {
 };
 
 [[noreturn]] void usage_exit(const std::string& why) {
-  std::fprintf(stderr, "bench_lockstep: %s\nusage: bench_lockstep [--rounds R] [--workers 1,2] "
-                       "[--only averaging,heat,heat-512] [--quick]\n",
+  std::fprintf(stderr,
+               "bench_lockstep: %s\nusage: bench_lockstep [--rounds R] [--workers 1,2] "
+               "[--only averaging,heat,heat-512] [--quick]\n",
                why.c_str());
   std::exit(64);
 }
@@ -116,19 +117,18 @@ bench_case make_case(std::string name, std::uint64_t n, double epsilon) {
   c.seq = [prm] { return K::seq(prm); };
   c.apgas_run = [prm](apgas::runtime& rt) {
     outcome o;
-    const auto r = rt.run(apgas_apps::stencil_detail::run<K>(prm, true, apgas::signal::lazy,
-                                                             &o.values));
+    const auto r =
+        rt.run(apgas_apps::stencil_detail::run<K>(prm, true, apgas::signal::lazy, &o.values));
     o.phases = r.iterations;
     o.seconds = r.seconds;
     return o;
   };
 #ifdef APGAS_BENCH_HAVE_OPENMP
   c.omp_run = [prm, name = c.name](unsigned threads) {
-    const auto r = name.rfind("averaging", 0) == 0
-                       ? apgas_bench::omp_peer::averaging(prm.n, prm.epsilon, prm.max_iterations,
-                                                          threads)
-                       : apgas_bench::omp_peer::heat(prm.n, prm.epsilon, prm.max_iterations,
-                                                     threads);
+    const auto r =
+        name.rfind("averaging", 0) == 0
+            ? apgas_bench::omp_peer::averaging(prm.n, prm.epsilon, prm.max_iterations, threads)
+            : apgas_bench::omp_peer::heat(prm.n, prm.epsilon, prm.max_iterations, threads);
     return outcome{r.phases, r.values, r.seconds};
   };
 #endif
@@ -215,8 +215,8 @@ int main(int argc, char** argv) {
         fmt::print("| {} | {} | {:.4f} | {} | not built | {:.4f} | - |\n", c.name, ref.iterations,
                    seq_s, w, a);
       else
-        fmt::print("| {} | {} | {:.4f} | {} | {:.4f} | {:.4f} | {:.2f} |\n", c.name,
-                   ref.iterations, seq_s, w, median(omp_s), a, a / median(omp_s));
+        fmt::print("| {} | {} | {:.4f} | {} | {:.4f} | {:.4f} | {:.2f} |\n", c.name, ref.iterations,
+                   seq_s, w, median(omp_s), a, a / median(omp_s));
       std::fflush(stdout);
     }
   }

@@ -121,3 +121,51 @@ void flat_loop(std::uint32_t* out, std::uint64_t n, unsigned threads) {
 }
 
 } // namespace apgas_bench::omp_peer
+
+// ---- the Friendly Barriers suite (suite_kernels.hpp) ----------------------------------------
+
+#include "../suite_kernels.hpp"
+
+namespace apgas_bench::omp_peer {
+
+namespace {
+/// a as a task, b inline, then taskwait.
+struct omp_fork {
+  template <class A, class B>
+  void operator()(const A& a, const B& b) const {
+    const A* task = &a;
+#pragma omp task default(none) firstprivate(task)
+    (*task)();
+    b();
+#pragma omp taskwait
+  }
+};
+} // namespace
+
+std::vector<double>* jacobi(apgas_apps::jacobi_grids& g, const suite_sizes& s, unsigned threads) {
+  std::vector<double>* result = nullptr;
+  run_in_team(threads, [&] {
+    result = &apgas_apps::jacobi(g, s.jacobi_sweeps, s.jacobi_grain, omp_fork{});
+  });
+  return result;
+}
+void fft(const apgas_apps::fft_problem& p, apgas_apps::fft_complex* out, const suite_sizes& s,
+         unsigned threads) {
+  run_in_team(threads, [&] {
+    apgas_apps::fft(p.in.data(), out, p.n, 1, p.twiddles.data(), p.n, s.fft_cut, omp_fork{});
+  });
+}
+void cilksort(int* v, int* tmp, const suite_sizes& s, unsigned threads) {
+  run_in_team(threads,
+              [&] { apgas_apps::cilksort(v, tmp, s.cilksort_n, s.cilksort_cut, omp_fork{}); });
+}
+void lud(apgas_apps::lud_matrix& m, unsigned threads) {
+  run_in_team(threads, [&] { apgas_apps::lud(m, omp_fork{}); });
+}
+void barnes_hut(const apgas_apps::bh_tree& t, const std::vector<apgas_apps::bh_body>& b,
+                double* out, const suite_sizes& s, unsigned threads) {
+  run_in_team(threads,
+              [&] { apgas_apps::barnes_hut(t, b, s.bh_theta, out, s.bh_grain, omp_fork{}); });
+}
+
+} // namespace apgas_bench::omp_peer

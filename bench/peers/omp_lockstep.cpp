@@ -2,7 +2,6 @@
 #include "omp_lockstep.hpp"
 
 #include <apgas_apps/stencil_update.hpp>
-
 #include <omp.h>
 
 #include <algorithm>
@@ -27,7 +26,7 @@ std::uint64_t phases(std::array<std::vector<double>, 2>& buf, std::size_t first,
                      double epsilon, std::uint64_t max_phases, unsigned threads, Update update) {
   std::vector<std::array<slot, 2>> slots(threads);
   std::uint64_t ran = 0;
-#pragma omp parallel num_threads(static_cast<int>(threads))
+#pragma omp parallel num_threads(static_cast <int>(threads))
   {
     const auto me = static_cast<std::size_t>(omp_get_thread_num());
     const auto team = static_cast<std::size_t>(omp_get_num_threads());

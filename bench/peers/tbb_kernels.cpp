@@ -107,3 +107,39 @@ void quicksort_rec(T* a, std::size_t n, std::size_t cutoff) {
 void quicksort(int* a, std::size_t n, std::size_t cutoff) { quicksort_rec(a, n, cutoff); }
 
 } // namespace apgas_bench::tbb_peer
+
+// ---- the Friendly Barriers suite (suite_kernels.hpp) ----------------------------------------
+
+#include "../suite_kernels.hpp"
+
+namespace apgas_bench::tbb_peer {
+
+namespace {
+/// a as a task, b inline, then wait: the shape of apgas's finish_all under help-first.
+struct tbb_fork {
+  template <class A, class B>
+  void operator()(const A& a, const B& b) const {
+    tbb::task_group g;
+    g.run([&a] { a(); });
+    b();
+    g.wait();
+  }
+};
+} // namespace
+
+std::vector<double>* jacobi(apgas_apps::jacobi_grids& g, const suite_sizes& s) {
+  return &apgas_apps::jacobi(g, s.jacobi_sweeps, s.jacobi_grain, tbb_fork{});
+}
+void fft(const apgas_apps::fft_problem& p, apgas_apps::fft_complex* out, const suite_sizes& s) {
+  apgas_apps::fft(p.in.data(), out, p.n, 1, p.twiddles.data(), p.n, s.fft_cut, tbb_fork{});
+}
+void cilksort(int* v, int* tmp, const suite_sizes& s) {
+  apgas_apps::cilksort(v, tmp, s.cilksort_n, s.cilksort_cut, tbb_fork{});
+}
+void lud(apgas_apps::lud_matrix& m) { apgas_apps::lud(m, tbb_fork{}); }
+void barnes_hut(const apgas_apps::bh_tree& t, const std::vector<apgas_apps::bh_body>& b,
+                double* out, const suite_sizes& s) {
+  apgas_apps::barnes_hut(t, b, s.bh_theta, out, s.bh_grain, tbb_fork{});
+}
+
+} // namespace apgas_bench::tbb_peer

@@ -68,7 +68,8 @@ struct averaging_kernel {
     }
     std::uint64_t t = 0;
     for (;;) {
-      const double most = averaging_update(buf[t % 2].data(), buf[(t + 1) % 2].data(), 1, prm.n + 1);
+      const double most =
+          averaging_update(buf[t % 2].data(), buf[(t + 1) % 2].data(), 1, prm.n + 1);
       ++t;
       if (most < prm.epsilon || t == prm.max_iterations) break;
     }
