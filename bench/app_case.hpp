@@ -18,10 +18,10 @@ apgas::runtime*& current_runtime();
 /// Every runner returns the result as a double (exact for the integer results here); quicksort
 /// returns 0 and its check looks at the sorted buffer.
 struct app_case {
-  std::string app;                       ///< fib, integrate, nqueens, quicksort
-  std::string label;                     ///< e.g. "fib(32) cutoff 0"
-  bool coarse = false;                   ///< has a cutoff: target (c)
-  bool one_task_per_call = false;        ///< fib without cutoff: target (a)
+  std::string app;                ///< fib, integrate, nqueens, quicksort
+  std::string label;              ///< e.g. "fib(32) cutoff 0"
+  bool coarse = false;            ///< has a cutoff: target (c)
+  bool one_task_per_call = false; ///< fib without cutoff: target (a)
   /// Its sequential run may run as several copies at once (it writes no shared state): the
   /// machine's ceiling (seq-copies rows) is measured with it.
   bool seq_copies = true;

@@ -80,7 +80,8 @@ void combine_votes(std::byte* acc_bytes, const std::byte* in_bytes) {
     return;
   }
   if (byte_at(acc_bytes, k_has_value) == 0) { // the first value: acc takes it
-    std::memcpy(acc_bytes + offsetof(phase_vote, has_value), in_bytes + offsetof(phase_vote, has_value),
+    std::memcpy(acc_bytes + offsetof(phase_vote, has_value),
+                in_bytes + offsetof(phase_vote, has_value),
                 offsetof(phase_vote, value) - offsetof(phase_vote, has_value) + in_size);
     return;
   }

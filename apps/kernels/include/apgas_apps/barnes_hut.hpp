@@ -61,7 +61,8 @@ inline bh_tree bh_build(const std::vector<bh_body>& bodies) {
     std::int32_t placing = static_cast<std::int32_t>(i);
     for (int depth = 0;; ++depth) {
       bh_tree::cell& here = t.cells[static_cast<std::size_t>(c)];
-      const bool empty_leaf = here.body < 0 && here.child == std::array<std::int32_t, 4>{-1, -1, -1, -1};
+      const bool empty_leaf =
+          here.body < 0 && here.child == std::array<std::int32_t, 4>{-1, -1, -1, -1};
       if (empty_leaf || depth > 48) { // a leaf (past depth 48: bodies at the same point share)
         if (here.body < 0) here.body = placing;
         break;
@@ -144,8 +145,8 @@ inline std::array<double, 2> bh_force(const bh_tree& t, const std::vector<bh_bod
 }
 
 /// @brief Forces on bodies [lo, hi) into `out` (2 per body).
-[[gnu::noinline]] inline void bh_forces(const bh_tree& t, const std::vector<bh_body>& bodies, double theta,
-                      double* out, std::size_t lo, std::size_t hi) {
+[[gnu::noinline]] inline void bh_forces(const bh_tree& t, const std::vector<bh_body>& bodies,
+                                        double theta, double* out, std::size_t lo, std::size_t hi) {
   for (std::size_t i = lo; i < hi; ++i) {
     const auto a = bh_force(t, bodies, i, theta);
     out[2 * i] = a[0];
@@ -157,15 +158,16 @@ inline std::array<double, 2> bh_force(const bh_tree& t, const std::vector<bh_bod
 template <class Fork>
 void barnes_hut(const bh_tree& t, const std::vector<bh_body>& bodies, double theta, double* out,
                 std::size_t grain, const Fork& fork) {
-  split_range(0, bodies.size(), grain, fork, [&](std::size_t lo, std::size_t hi) {
-    bh_forces(t, bodies, theta, out, lo, hi);
-  });
+  split_range(0, bodies.size(), grain, fork,
+              [&](std::size_t lo, std::size_t hi) { bh_forces(t, bodies, theta, out, lo, hi); });
 }
 
 /// @brief apgas.
-inline apgas::task<> barnes_hut(const bh_tree& t, const std::vector<bh_body>& bodies,
-                                double theta, double* out, std::size_t grain) {
-  const auto leaf = [&](std::size_t lo, std::size_t hi) { bh_forces(t, bodies, theta, out, lo, hi); };
+inline apgas::task<> barnes_hut(const bh_tree& t, const std::vector<bh_body>& bodies, double theta,
+                                double* out, std::size_t grain) {
+  const auto leaf = [&](std::size_t lo, std::size_t hi) {
+    bh_forces(t, bodies, theta, out, lo, hi);
+  };
   co_await split_range(0, bodies.size(), grain, leaf);
 }
 

@@ -63,11 +63,14 @@ void cilksort(int* v, int* tmp, std::size_t n, cilksort_cutoffs c, const Fork& f
   int* b = v + q;
   int* d = v + 2 * q;
   int* e = v + 3 * q;
-  fork([&] { fork([&] { cilksort(a, tmp, q, c, fork); }, [&] { cilksort(b, tmp + q, q, c, fork); }); },
-       [&] {
-         fork([&] { cilksort(d, tmp + 2 * q, q, c, fork); },
-              [&] { cilksort(e, tmp + 3 * q, n - 3 * q, c, fork); });
-       });
+  fork(
+      [&] {
+        fork([&] { cilksort(a, tmp, q, c, fork); }, [&] { cilksort(b, tmp + q, q, c, fork); });
+      },
+      [&] {
+        fork([&] { cilksort(d, tmp + 2 * q, q, c, fork); },
+             [&] { cilksort(e, tmp + 3 * q, n - 3 * q, c, fork); });
+      });
   fork([&] { cilkmerge(a, b, b, d, tmp, c, fork); },
        [&] { cilkmerge(d, e, e, v + n, tmp + 2 * q, c, fork); });
   cilkmerge(tmp, tmp + 2 * q, tmp + 2 * q, tmp + n, v, c, fork);
@@ -103,7 +106,8 @@ inline apgas::task<> cilksort(int* v, int* tmp, std::size_t n, cilksort_cutoffs 
   int* d = v + 2 * q;
   int* e = v + 3 * q;
   co_await apgas::finish_all(cilksort(a, tmp, q, c), cilksort(b, tmp + q, q, c),
-                             cilksort(d, tmp + 2 * q, q, c), cilksort(e, tmp + 3 * q, n - 3 * q, c));
+                             cilksort(d, tmp + 2 * q, q, c),
+                             cilksort(e, tmp + 3 * q, n - 3 * q, c));
   co_await apgas::finish_all(cilkmerge(a, b, b, d, tmp, c),
                              cilkmerge(d, e, e, v + n, tmp + 2 * q, c));
   co_await cilkmerge(tmp, tmp + 2 * q, tmp + 2 * q, tmp + n, v, c);

@@ -37,8 +37,10 @@ struct fft_problem {
 };
 
 /// @brief Butterflies [lo, hi) of a level of size m: out[k], out[k + m/2] from the halves.
-[[gnu::noinline]] inline void fft_butterflies(fft_complex* out, std::size_t m, const fft_complex* twiddles,
-                            std::size_t twiddle_stride, std::size_t lo, std::size_t hi) {
+[[gnu::noinline]] inline void fft_butterflies(fft_complex* out, std::size_t m,
+                                              const fft_complex* twiddles,
+                                              std::size_t twiddle_stride, std::size_t lo,
+                                              std::size_t hi) {
   const std::size_t half = m / 2;
   for (std::size_t k = lo; k < hi; ++k) {
     const fft_complex t = twiddles[k * twiddle_stride] * out[k + half];
@@ -48,8 +50,9 @@ struct fft_problem {
 }
 
 /// @brief The sequential transform of m values of `in` taken every `stride` into `out`.
-[[gnu::noinline]] inline void fft_seq(const fft_complex* in, fft_complex* out, std::size_t m, std::size_t stride,
-                    const fft_complex* twiddles, std::size_t n) {
+[[gnu::noinline]] inline void fft_seq(const fft_complex* in, fft_complex* out, std::size_t m,
+                                      std::size_t stride, const fft_complex* twiddles,
+                                      std::size_t n) {
   if (m == 1) {
     out[0] = in[0];
     return;
@@ -79,9 +82,8 @@ void fft(const fft_complex* in, fft_complex* out, std::size_t m, std::size_t str
 }
 
 /// @brief apgas.
-inline apgas::task<> fft(const fft_complex* in, fft_complex* out, std::size_t m,
-                         std::size_t stride, const fft_complex* twiddles, std::size_t n,
-                         fft_cutoffs c) {
+inline apgas::task<> fft(const fft_complex* in, fft_complex* out, std::size_t m, std::size_t stride,
+                         const fft_complex* twiddles, std::size_t n, fft_cutoffs c) {
   if (m <= c.cutoff) {
     fft_seq(in, out, m, stride, twiddles, n);
     co_return;

@@ -25,8 +25,8 @@ struct jacobi_grids {
 };
 
 /// @brief Rows [lo, hi) (1-based, inside the borders) of `next` from `old`.
-[[gnu::noinline]] inline void jacobi_rows(const double* old, double* next, std::size_t width, std::size_t lo,
-                        std::size_t hi) {
+[[gnu::noinline]] inline void jacobi_rows(const double* old, double* next, std::size_t width,
+                                          std::size_t lo, std::size_t hi) {
   for (std::size_t r = lo; r < hi; ++r) {
     const double* up = old + (r - 1) * width;
     const double* mid = old + r * width;
@@ -63,7 +63,9 @@ inline apgas::task<int> jacobi(jacobi_grids& g, int sweeps, std::size_t grain_ro
     const double* old = from->data();
     double* next = to->data();
     const std::size_t width = g.width();
-    const auto leaf = [=](std::size_t lo, std::size_t hi) { jacobi_rows(old, next, width, lo, hi); };
+    const auto leaf = [=](std::size_t lo, std::size_t hi) {
+      jacobi_rows(old, next, width, lo, hi);
+    };
     co_await split_range(1, g.n + 1, grain_rows, leaf);
     std::swap(from, to);
   }

@@ -21,7 +21,9 @@ struct lud_matrix {
   std::vector<double> v;
   lud_matrix(std::size_t blocks_per_side, std::size_t block_side)
       : blocks(blocks_per_side), b(block_side), v(blocks * blocks * b * b) {}
-  double* block(std::size_t i, std::size_t j) noexcept { return v.data() + (i * blocks + j) * b * b; }
+  double* block(std::size_t i, std::size_t j) noexcept {
+    return v.data() + (i * blocks + j) * b * b;
+  }
   std::size_t side() const noexcept { return blocks * b; }
 };
 
@@ -67,7 +69,8 @@ inline lud_matrix lud_make(std::size_t blocks, std::size_t b, std::uint64_t seed
     }
 }
 /// @brief A trailing block: A -= L_ik U_kj.
-[[gnu::noinline]] inline void lud_update_block(const double* l, const double* u, double* a, std::size_t b) {
+[[gnu::noinline]] inline void lud_update_block(const double* l, const double* u, double* a,
+                                               std::size_t b) {
   for (std::size_t i = 0; i < b; ++i)
     for (std::size_t k = 0; k < b; ++k) {
       const double x = l[i * b + k];
