@@ -1,6 +1,6 @@
 // bench_clocks: the cost of a clock phase, against its peers in the same run.
 //
-//   launch/apgasrun -n P bench_clocks [--phases N] [--rounds R] [--target 1.5]
+//   launch/apgasrun -n P bench_clocks [--phases N] [--rounds R] [--target 1.2]
 //                                     [--activities 2,8,64,1024] [--local-phases N]
 //
 // Across places (P >= 2): one activity per place advances a clock N times, against
@@ -314,7 +314,7 @@ int main(int argc, char** argv) {
   flags f(argc, argv);
   const int phases = f.get("--phases", 20000);
   const int rounds = f.get("--rounds", 5);
-  const double target = f.get("--target", 1.5);
+  const double target = f.get("--target", 1.2);
   const double watchdog_s = f.get("--watchdog-s", 300.0);
   const auto activities = parse_list(f.get<std::string>("--activities", "2,8,64,256,1024"));
   const int local_phases = f.get("--local-phases", 2000);

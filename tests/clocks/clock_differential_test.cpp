@@ -5,7 +5,7 @@
 //
 //   clock_differential_test [--programs N] [--seed S] [--long] [runtime flags]
 //
-// --programs: how many programs (default: 2,000, 1,500 under sanitizers; --long: 20,000);
+// --programs: how many programs (default: 2,000, 500 under sanitizers; --long: 20,000);
 // --seed: the first program's seed (each entry of the suite starts elsewhere). A mismatch
 // prints the program's seed, the program, both traces, then the smallest program that still
 // fails (shrunk one operation at a time). A program that runs for more than a minute is
@@ -45,7 +45,7 @@ using namespace clock_model;
 apgas::runtime* g_rt = nullptr;
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr int k_default_programs = 1500;
+constexpr int k_default_programs = 500;
 #else
 constexpr int k_default_programs = 2000;
 #endif
