@@ -214,6 +214,27 @@ std::vector<std::string> options::unknown_variables() {
   return out;
 }
 
+std::vector<std::string> options::near_miss_flags(int argc, const char* const* argv) {
+  std::vector<std::string> out;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break; // the program's own, by the user's say
+    if (arg.size() < 3 || arg.substr(0, 2) != "--") continue;
+    const std::string_view name = arg.substr(0, arg.find('='));
+    const knob* closest = nullptr;
+    std::size_t best = 3;
+    for (const knob& k : k_knobs)
+      if (const std::size_t d = distance(name, k.flag); d < best) {
+        best = d;
+        closest = &k;
+      }
+    // Two edits only between longer names: a program's --fib-n is no misspelt --glb-n.
+    if (closest == nullptr || best == 0 || (best == 2 && std::strlen(closest->flag) < 8)) continue;
+    out.push_back(fmt::format("{} (did you mean {}?)", name, closest->flag));
+  }
+  return out;
+}
+
 std::string options::help_text() {
   std::string s = "Runtime options (flag, or environment variable):\n";
   const options defaults;

@@ -147,10 +147,17 @@ command_line read_command_line(int* argc, char** argv) {
     line.bad_usage = fmt::format("apgas: {} (--help lists the options)", e.what());
     return line;
   }
-  if (speaks)
+  if (speaks) {
     for (const std::string& name : options::unknown_variables())
       std::fprintf(stderr, "apgas: warning: %s is not an apgas option (--help lists them)\n",
                    name.c_str());
+    if (argc != nullptr)
+      for (const std::string& flag : options::near_miss_flags(*argc, argv))
+        std::fprintf(stderr,
+                     "apgas: warning: %s is not an apgas option; it is left to the program "
+                     "(after --, it is not checked)\n",
+                     flag.c_str());
+  }
   return line;
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <string>
 #include <type_traits>
@@ -118,6 +119,26 @@ TEST(options, apgas_variables_that_are_no_option_are_named_with_the_closest_opti
   EXPECT_NE(std::find(unknown.begin(), unknown.end(), "APGAS_NOTHING_LIKE_IT"), unknown.end());
   for (const std::string& u : unknown) EXPECT_EQ(u.find("APGAS_MPI_MCA"), std::string::npos);
   EXPECT_EQ(unknown.size(), 2U);
+}
+
+TEST(options, program_arguments_close_to_a_runtime_flag_are_named_and_stay_the_programs) {
+  std::array<const char*, 10> args = {"prog",      "--thread", "1",       "--polcy=help-first",
+                                      "--threads", "2",        "--fib-n", "--totally-different",
+                                      "--",        "--thred"};
+  int argc = static_cast<int>(args.size());
+  std::vector<char*> argv;
+  for (const char* a : args) argv.push_back(const_cast<char*>(a));
+  argv.push_back(nullptr);
+  const apgas::options o = apgas::options::from_env_and_args(argc, argv.data());
+  EXPECT_EQ(o.threads, 2U);
+  // The runtime's --threads 2 is consumed; everything else is the program's.
+  ASSERT_EQ(argc, 8);
+  EXPECT_STREQ(argv[1], "--thread");
+  EXPECT_STREQ(argv[3], "--polcy=help-first");
+  const std::vector<std::string> near = apgas::options::near_miss_flags(argc, argv.data());
+  // --fib-n is two edits from --glb-n, too short a name to call it a slip; after -- nothing.
+  EXPECT_EQ(near, (std::vector<std::string>{"--thread (did you mean --threads?)",
+                                            "--polcy (did you mean --policy?)"}));
 }
 
 TEST(options, help_text_lists_every_flag_with_its_variable) {

@@ -133,6 +133,10 @@ struct options {
   /// variable of apgas's tools (a misspelling, say), each with the option it is close to if
   /// any: "APGAS_THRAEDS (did you mean APGAS_THREADS?)".
   static std::vector<std::string> unknown_variables();
+  /// @brief The program's arguments (argv after from_env_and_args, up to a "--") that are
+  /// within two edits of a runtime flag, each with that flag: "--thread (did you mean
+  /// --threads?)". They stay the program's; this only names them for a warning.
+  static std::vector<std::string> near_miss_flags(int argc, const char* const* argv);
 };
 
 } // namespace apgas
