@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace apgas {
@@ -187,6 +188,19 @@ std::size_t distance(std::string_view a, std::string_view b) {
   return std::min<std::size_t>(prev[b.size()], 3);
 }
 
+/// The knob whose name (flag or variable) is fewest edits from `name`, under 3, and that
+/// distance; nullptr if none is that close.
+std::pair<const knob*, std::size_t> closest_knob(std::string_view name, const char* knob::*which) {
+  const knob* closest = nullptr;
+  std::size_t best = 3;
+  for (const knob& k : k_knobs)
+    if (const std::size_t d = distance(name, k.*which); d < best) {
+      best = d;
+      closest = &k;
+    }
+  return {closest, best};
+}
+
 } // namespace
 
 std::vector<std::string> options::unknown_variables() {
@@ -200,13 +214,7 @@ std::vector<std::string> options::unknown_variables() {
                     [&](const knob& k) { return is(k.variable); }) ||
         std::any_of(std::begin(k_tool_variables), std::end(k_tool_variables), is))
       continue;
-    const knob* closest = nullptr;
-    std::size_t best = 3;
-    for (const knob& k : k_knobs)
-      if (const std::size_t d = distance(name, k.variable); d < best) {
-        best = d;
-        closest = &k;
-      }
+    const knob* closest = closest_knob(name, &knob::variable).first;
     out.push_back(closest == nullptr
                       ? std::string(name)
                       : fmt::format("{} (did you mean {}?)", name, closest->variable));
@@ -221,13 +229,7 @@ std::vector<std::string> options::near_miss_flags(int argc, const char* const* a
     if (arg == "--") break; // the program's own, by the user's say
     if (arg.size() < 3 || arg.substr(0, 2) != "--") continue;
     const std::string_view name = arg.substr(0, arg.find('='));
-    const knob* closest = nullptr;
-    std::size_t best = 3;
-    for (const knob& k : k_knobs)
-      if (const std::size_t d = distance(name, k.flag); d < best) {
-        best = d;
-        closest = &k;
-      }
+    const auto [closest, best] = closest_knob(name, &knob::flag);
     // Two edits only between longer names: a program's --fib-n is no misspelt --glb-n.
     if (closest == nullptr || best == 0 || (best == 2 && std::strlen(closest->flag) < 8)) continue;
     out.push_back(fmt::format("{} (did you mean {}?)", name, closest->flag));
