@@ -101,10 +101,16 @@ int main(int argc, char** argv) {
                               r.title, res.leaves, res.max_depth, seq.leaves, seq.max_depth);
     r.result = res.nodes;
     r.verified = r.failure.empty();
-    r.work = apgas_apps::work_amount{static_cast<double>(res.nodes), "nodes"};
+    // A resumed run searched only what its checkpoint had left: its rate is of those nodes.
+    const bool resumed = !out.stats.resumed_from.empty();
+    const auto searched = resumed ? out.stats.total().items : res.nodes;
+    r.work = apgas_apps::work_amount{static_cast<double>(searched), "nodes"};
+    if (resumed)
+      r.details.push_back(fmt::format("resumed from {}: {} nodes searched by this job",
+                                      out.stats.resumed_from, searched));
 
     const double cores = static_cast<double>(rt.places()) * rt.threads();
-    const double total = r.seconds > 0 ? static_cast<double>(res.nodes) / r.seconds : 0.0;
+    const double total = r.seconds > 0 ? static_cast<double>(searched) / r.seconds : 0.0;
     r.details.push_back(
         fmt::format("{} nodes, {} leaves, depth {}", res.nodes, res.leaves, res.max_depth));
     r.details.push_back(fmt::format("{} in total, {} per place, {} per worker", rate(total),

@@ -33,13 +33,16 @@ namespace {
 
 template <class T>
 T parse_number(std::string_view what, std::string_view text, T low, T high) {
-  static_assert(std::is_unsigned_v<T>, "apgas: an option is a yes/no, a policy or a count");
+  static_assert(std::is_unsigned_v<T> || std::is_floating_point_v<T>,
+                "apgas: an option is a yes/no, a policy, a path, a count or a number");
   T v = 0;
   const auto* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  if (ec != std::errc{} || ptr != end || v < low || v > high)
-    throw usage_error(
-        fmt::format("{}: expected a whole number from {} to {}, got '{}'", what, low, high, text));
+  // `!(low <= v)`: a NaN is out of range too.
+  if (ec != std::errc{} || ptr != end || !(low <= v) || v > high)
+    throw usage_error(fmt::format("{}: expected a {} from {} to {}, got '{}'", what,
+                                  std::is_floating_point_v<T> ? "number" : "whole number", low,
+                                  high, text));
   return v;
 }
 
@@ -76,6 +79,7 @@ std::string show_value(T value, [[maybe_unused]] T low) {
   if constexpr (std::is_same_v<T, bool>) return value ? "yes" : "no";
   else if constexpr (std::is_same_v<T, std::string>) return value.empty() ? "none" : value;
   else if constexpr (std::is_same_v<T, policy>) return std::string(to_string(value));
+  else if constexpr (std::is_floating_point_v<T>) return fmt::format("{}", value);
   else return value < low ? std::string("auto") : std::to_string(value);
 }
 

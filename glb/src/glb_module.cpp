@@ -22,9 +22,12 @@ glb_module::glb_module(message_dispatcher& dispatcher)
       m_kinds{dispatcher.add_handler<&glb_module::on_steal>(*this, "glb steal"),
               dispatcher.add_handler<&glb_module::on_lifeline>(*this, "glb lifeline"),
               dispatcher.add_handler<&glb_module::on_loot>(*this, "glb loot"),
-              dispatcher.add_handler<&glb_module::on_refusal>(*this, "glb refusal")} {
+              dispatcher.add_handler<&glb_module::on_refusal>(*this, "glb refusal"),
+              dispatcher.add_handler<&glb_module::on_freeze>(*this, "glb freeze")},
+      m_alarm(dispatcher) {
   dispatcher.describes_progress_with<&glb_module::progress_text>(*this);
   dispatcher.describes_state_with<&glb_module::describe>(*this, "glb");
+  dispatcher.before_each_poll<&glb_module::before_poll>(*this);
 }
 
 std::string glb_module::describe() const {
@@ -130,9 +133,31 @@ void glb_module::on_refusal(place_id from, std::span<const std::byte> body) {
   place->on_answer(std::nullopt);
 }
 
+void glb_module::on_freeze(place_id, std::span<const std::byte> body) {
+  std::uint64_t run = 0;
+  auto [place, rest] = place_of_message(body, run);
+  if (place != nullptr) place->on_freeze(); // else: of a run that ended
+}
+
+void glb_module::tick() noexcept {
+  if (!m_alarm.fire_if_due()) return;
+  std::shared_ptr<place_base> run;
+  {
+    const std::lock_guard guard(m_mutex);
+    run = m_current;
+  }
+  if (run == nullptr) return;
+  try {
+    run->freeze();
+  } catch (...) { // refusals that could not leave: the network failed, the job ends with it
+  }
+}
+
 // ---- the free functions of glb_place.hpp that reach the module ------------------------------
 
 message_dispatcher& current_dispatcher() { return message_dispatcher::current(); }
+
+alarm& checkpoint_alarm() { return glb_module::of(message_dispatcher::current()).alarm(); }
 
 place_base& place_of_run(std::uint64_t run) {
   std::shared_ptr<place_base> p = glb_module::of(message_dispatcher::current()).find(run);

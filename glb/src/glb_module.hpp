@@ -3,6 +3,7 @@
 // finish), the run in progress at this place, and its clause in the progress line.
 #pragma once
 
+#include "apgas/detail/glb_alarm.hpp"
 #include "apgas/detail/glb_place.hpp"
 #include "apgas/detail/message_format.hpp"
 #include "apgas/detail/protocol_module.hpp"
@@ -35,6 +36,13 @@ public:
   /// @brief The run in progress if its id is `run`, else null.
   std::shared_ptr<place_base> find(std::uint64_t run) const;
 
+  /// @brief The alarm of this place's checkpoint coordinator (see glb_alarm.hpp).
+  glb::alarm& alarm() noexcept { return m_alarm; }
+  /// @brief Fires the alarm if it fell due, and then freezes this place's part of the run:
+  /// its working activities park, and a worker is free for the coordinator (which freezes
+  /// the other places).
+  void tick() noexcept;
+
   /// @brief "glb: N items (R M/s)" while a run is in progress, else empty (progress thread).
   std::string progress_text() const;
   /// @brief The run in progress for the state dump (SIGUSR1): items, working activities,
@@ -50,8 +58,12 @@ private:
   std::pair<std::shared_ptr<place_base>, std::span<const std::byte>>
   place_of_message(std::span<const std::byte> body, std::uint64_t& run) const;
 
+  void before_poll() noexcept { tick(); }
+  void on_freeze(place_id from, std::span<const std::byte> body);
+
   message_dispatcher& m_dispatcher;
-  message_kind m_kinds[4]; ///< by glb::message
+  message_kind m_kinds[5]; ///< by glb::message
+  glb::alarm m_alarm;
 
   mutable std::mutex m_mutex; ///< guards m_current and the progress fields
   std::shared_ptr<place_base> m_current;

@@ -29,7 +29,9 @@ place_base::place_base(std::uint64_t run, const apgas::glb::parameters& resolved
   m_started_at = m_idle_since = clock::now();
 }
 
-place_base::~place_base() = default;
+place_base::~place_base() {
+  if (m_writer.joinable()) m_writer.join(); // a part of the run's last checkpoint
+}
 
 // ---- working activities ----------------------------------------------------------------------
 
@@ -46,9 +48,18 @@ void place_base::note_working_locked() noexcept {
         0, 0, trace_kind::glb_idle});
 }
 
-void place_base::begin_start_work() {
-  std::lock_guard guard(m_lock);
-  note_working_locked();
+void place_base::begin_start_work(unsigned bags) {
+  promise_base* waiter = nullptr;
+  {
+    std::lock_guard guard(m_lock);
+    m_started = true;
+    if (bags > 0) {
+      note_working_locked();
+      m_working += bags - 1;
+    }
+    waiter = parked_waiter_locked();
+  }
+  resume_waiter(waiter);
 }
 
 void place_base::begin_local_work() {
@@ -58,6 +69,8 @@ void place_base::begin_local_work() {
 }
 
 void place_base::poll() noexcept { (void)m_dispatcher.poll(); }
+
+void place_base::fire_alarm_if_due() noexcept { m_module.tick(); }
 
 void place_base::set_requests_locked() noexcept {
   // relaxed: a hint for the working activities, which take the lock before acting on it.
@@ -90,7 +103,7 @@ void place_base::give_back(request r) {
       return;
     }
     // Another working activity may split its bag; the last one to end refuses it otherwise.
-    if (m_working > 1 && !m_failed) {
+    if (m_working > 1 && !m_failed && !m_frozen) {
       m_random_thieves.push_back(r.thief);
       set_requests_locked();
       return;
@@ -119,25 +132,30 @@ void place_base::note_lifeline_loot(std::uint64_t items, std::size_t bytes) {
 after_work place_base::end_work() {
   std::vector<place_id> refused;
   after_work next = after_work::end;
+  promise_base* waiter = nullptr;
   {
     std::lock_guard guard(m_lock);
-    if (--m_working > 0) return after_work::end;
-    m_idle_since = clock::now();
-    // Refused under the lock that makes a request arriving from now on refused at once: no
-    // random thief is left waiting at a place without working activities.
-    refused.swap(m_random_thieves);
-    set_requests_locked();
-    if (m_places > 1 && !m_thief && !m_failed) {
-      m_thief = true;
-      next = after_work::steal;
+    if (--m_working == 0) {
+      m_idle_since = clock::now();
+      // Refused under the lock that makes a request arriving from now on refused at once: no
+      // random thief is left waiting at a place without working activities.
+      refused.swap(m_random_thieves);
+      set_requests_locked();
+      if (m_places > 1 && !m_thief && !m_failed) {
+        m_thief = true;
+        next = after_work::steal;
+      }
     }
+    waiter = parked_waiter_locked(); // the others may all be parked
   }
+  resume_waiter(waiter);
   refuse_all(refused);
   return next;
 }
 
 void place_base::fail(bool was_working, bool was_thief) noexcept {
   std::vector<place_id> refused;
+  promise_base* waiter = nullptr;
   {
     std::lock_guard guard(m_lock);
     m_failed = true;
@@ -145,8 +163,10 @@ void place_base::fail(bool was_working, bool was_thief) noexcept {
     if (was_thief) m_thief = false;
     refused.swap(m_random_thieves);
     set_requests_locked();
+    waiter = parked_waiter_locked();
   }
   try {
+    resume_waiter(waiter);
     refuse_all(refused);
   } catch (...) { // the network failed too: the job ends with the transport's error
   }
@@ -159,9 +179,14 @@ void place_base::refuse_all(std::vector<place_id>& thieves) {
 // ---- the thief --------------------------------------------------------------------------------
 
 bool place_base::keep_stealing() {
-  std::lock_guard guard(m_lock);
-  if (m_working == 0 && !m_failed) return true;
-  m_thief = false; // the place works again (or failed): its thief stops here
+  promise_base* waiter = nullptr;
+  {
+    std::lock_guard guard(m_lock);
+    if (m_working == 0 && !m_failed) return true;
+    m_thief = false; // the place works again (or failed): its thief stops here
+    waiter = parked_waiter_locked();
+  }
+  resume_waiter(waiter);
   return false;
 }
 
@@ -207,17 +232,21 @@ void place_base::found_loot(std::uint64_t items, std::size_t bytes) {
 
 void place_base::give_up() {
   std::vector<place_id> buddies;
+  promise_base* waiter = nullptr;
   {
     std::lock_guard guard(m_lock);
     m_thief = false;
-    if (m_working > 0 || m_failed) return; // work arrived meanwhile
-    for (std::size_t i = 0; i < m_lifelines.size(); ++i) {
-      if (m_registered[i]) continue; // at most one registration per lifeline at a time
-      m_registered[i] = true;
-      buddies.push_back(m_lifelines[i]);
+    waiter = parked_waiter_locked();
+    if (m_working == 0 && !m_failed) { // else work arrived meanwhile
+      for (std::size_t i = 0; i < m_lifelines.size(); ++i) {
+        if (m_registered[i]) continue; // at most one registration per lifeline at a time
+        m_registered[i] = true;
+        buddies.push_back(m_lifelines[i]);
+      }
+      m_stats.lifeline_requests_sent += buddies.size();
     }
-    m_stats.lifeline_requests_sent += buddies.size();
   }
+  resume_waiter(waiter);
   register_on(buddies);
 }
 
@@ -263,13 +292,124 @@ void place_base::lifeline_loot_arrived(place_id from, std::uint64_t items, std::
   note_working_locked();
 }
 
+// ---- checkpoints ------------------------------------------------------------------------------
+
+bool place_base::parked_locked() const noexcept {
+  return m_frozen && m_started && !m_thief && m_working == m_parked.size();
+}
+
+promise_base* place_base::parked_waiter_locked() noexcept {
+  if (m_parked_waiter == nullptr || !parked_locked()) return nullptr;
+  return std::exchange(m_parked_waiter, nullptr);
+}
+
+void place_base::resume_waiter(promise_base* waiter) {
+  if (waiter != nullptr) m_dispatcher.sched().inject(as_independent(waiter));
+}
+
+std::coroutine_handle<> place_base::park_awaiter::suspend(std::coroutine_handle<> me,
+                                                          promise_base& p) {
+  promise_base* waiter = nullptr;
+  std::coroutine_handle<> next;
+  {
+    std::lock_guard guard(m_place.m_lock);
+    if (!m_place.m_frozen) return me; // thawed since the hint was read: go on
+    // Counted as suspended before thaw() can see it (and resume it on another worker).
+    next = t_worker->suspend_for_external();
+    m_place.m_parked.emplace_back(&p, m_bag);
+    waiter = m_place.parked_waiter_locked();
+  }
+  m_place.resume_waiter(waiter);
+  return next;
+}
+
+std::coroutine_handle<> place_base::parked_awaiter::suspend(std::coroutine_handle<> me,
+                                                            promise_base& p) {
+  std::lock_guard guard(m_place.m_lock);
+  if (m_place.parked_locked()) return me;
+  m_place.m_parked_waiter = &p;
+  return t_worker->suspend_for_external();
+}
+
+void place_base::freeze() {
+  std::vector<place_id> refused;
+  {
+    std::lock_guard guard(m_lock);
+    m_frozen = true;
+    // relaxed: a hint; park() rechecks m_frozen under the lock.
+    m_freeze_hint.store(true, std::memory_order_relaxed);
+    refused.swap(m_random_thieves); // a parked place serves nobody: they steal elsewhere
+    set_requests_locked();
+  }
+  refuse_all(refused);
+}
+
+void place_base::freeze_everywhere() {
+  if (m_here == 0) on_freeze();
+  else {
+    send(0, message::freeze);
+    freeze(); // before place 0's message comes back down: the caller is about to wait here
+  }
+}
+
+void place_base::on_freeze() {
+  for (place_id c : tree_children_of(m_here, m_places)) send(c, message::freeze);
+  freeze();
+}
+
+place_base::freeze_state place_base::frozen_state() const {
+  std::lock_guard guard(m_lock);
+  return freeze_state{m_stats.lifeline_loot_sent, m_stats.lifeline_activations, m_failed};
+}
+
+std::vector<void*> place_base::parked_bags() const {
+  std::lock_guard guard(m_lock);
+  std::vector<void*> bags;
+  bags.reserve(m_parked.size());
+  for (const auto& [activity, bag] : m_parked) bags.push_back(bag);
+  return bags;
+}
+
+void place_base::thaw() {
+  std::vector<std::pair<promise_base*, void*>> parked;
+  {
+    std::lock_guard guard(m_lock);
+    m_frozen = false;
+    // relaxed: a hint; the parked activities are resumed below, through the scheduler.
+    m_freeze_hint.store(false, std::memory_order_relaxed);
+    parked.swap(m_parked);
+  }
+  for (const auto& [activity, bag] : parked) resume_waiter(activity);
+}
+
+void place_base::start_writing_part(std::string dir, std::uint64_t seq,
+                                    std::vector<std::byte> bytes) {
+  if (m_writer.joinable()) m_writer.join(); // not expected: the coordinator joined it
+  m_write_failure = nullptr;
+  m_writer = std::thread([this, dir = std::move(dir), seq, bytes = std::move(bytes)] {
+    try {
+      const auto start = clock::now();
+      checkpoint::part_record r = checkpoint::write_part(dir, seq, m_here, bytes);
+      m_written = {std::move(r), std::chrono::duration<double>(clock::now() - start).count()};
+    } catch (...) {
+      m_write_failure = std::current_exception();
+    }
+  });
+}
+
+std::pair<checkpoint::part_record, double> place_base::finish_writing_part() {
+  if (m_writer.joinable()) m_writer.join(); // orders the thread's writes before our reads
+  if (m_write_failure) std::rethrow_exception(std::exchange(m_write_failure, nullptr));
+  return std::exchange(m_written, {});
+}
+
 // ---- handlers ---------------------------------------------------------------------------------
 
 void place_base::on_steal_request(place_id from) {
   {
     std::lock_guard guard(m_lock);
     ++m_stats.steals_received;
-    if (m_working > 0 && !m_failed) {
+    if (m_working > 0 && !m_failed && !m_frozen) {
       m_random_thieves.push_back(from); // a working activity answers it
       set_requests_locked();
       return;

@@ -18,6 +18,9 @@ parameters parameters::from(const options& o) noexcept {
   p.lifeline_count = o.glb_z;
   p.random_victims = o.glb_m;
   p.tree = o.glb_tree;
+  p.checkpoint_dir = o.checkpoint;
+  p.checkpoint_every = o.checkpoint_every;
+  p.resume_from = o.resume;
   return p;
 }
 
@@ -108,6 +111,15 @@ std::string run_stats::table() const {
                    "fed", "fed to", "loot out items/KiB", "loot in items/KiB", "splits", "idle s");
   for (const place_stats& p : places) s += row(std::to_string(p.place), p, t.items);
   if (places.size() > 1) s += row("total", t, t.items);
+  if (!resumed_from.empty())
+    s += fmt::format("  resumed from {} in {:.3f} s (read, checked, set up at every place)\n",
+                     resumed_from, resume_seconds);
+  if (checkpoints > 0)
+    s += fmt::format("  {} checkpoint(s): places paused {:.2f} ms each, then {:.2f} ms to write "
+                     "and commit; the newest is {:.1f} KiB\n",
+                     checkpoints, 1e3 * checkpoint_pause_seconds / static_cast<double>(checkpoints),
+                     1e3 * checkpoint_write_seconds / static_cast<double>(checkpoints),
+                     static_cast<double>(checkpoint_bytes) / 1024.0);
   return s;
 }
 

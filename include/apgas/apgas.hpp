@@ -7,6 +7,7 @@
 
 #include "apgas/aggregator.hpp"
 #include "apgas/atomic.hpp"
+#include "apgas/checkpoint.hpp"
 #include "apgas/clock.hpp"
 #include "apgas/collectives.hpp"
 #include "apgas/core.hpp"

@@ -10,6 +10,9 @@
 #                    cores / 2 threads (PROGRAM: hello_places)
 #   node_dies        the places of one node are killed mid-run (PROGRAM: a long fib): the job
 #                    ends, and mpiexec names the node
+#   node_dies_resume PROGRAM (uts, then its tree's flags) on 3 nodes x 2 places writes a
+#                    checkpoint every 0.5 s; node3's places are killed once one is complete;
+#                    the job ends naming node3, and a resume on 4 places verifies the tree
 #   different_build  one node has OTHER_BUILD at PROGRAM's path (PROGRAM: job_end): refused
 #   unreachable      the hostfile names an address that never answers ssh: the job ends
 #                    within 15 s naming it (PROGRAM: hello_places)
@@ -22,7 +25,7 @@
 set -euo pipefail
 
 usage() {
-  printf 'usage: %s hello|environment|node_dies|different_build|unreachable|stopped PROGRAM [OTHER_BUILD]\n' \
+  printf 'usage: %s hello|environment|node_dies|node_dies_resume|different_build|unreachable|stopped PROGRAM [OTHER_BUILD | TREE...]\n' \
     "${0##*/}" >&2
   exit 2
 }
@@ -30,6 +33,7 @@ usage() {
 case_name="$1"
 program="$2"
 other_build="${3:-}"
+program_args=("${@:3}")
 [[ -x "$program" ]] || { echo "no program at $program" >&2; exit 2; }
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -229,6 +233,31 @@ case "$case_name" in
     expect_output "process rank [45] with PID [0-9]+ on node node3 exited on signal 9"
     echo "the job ended $took s after node3's places died"
     expect_nodes_empty
+    ;;
+  node_dies_resume)
+    cluster_up
+    ckpt="$work/checkpoints" # the nodes share this machine's file system
+    start_background "${on_cluster[@]}" "$program" "${program_args[@]}" --no-seq \
+      --checkpoint "$ckpt" --checkpoint-every 0.5
+    deadline=$((SECONDS + 60))
+    until compgen -G "$ckpt/ckpt-[0-9]*[0-9]" >/dev/null; do
+      kill -0 "$bg" 2>/dev/null || fail "the job ended before a checkpoint was complete: $(cat "$out" "$out.err")"
+      ((SECONDS < deadline)) || fail "no complete checkpoint within 60 s"
+      sleep 0.05
+    done
+    read -r -a victims <<<"$(pids_named "apgas-$name-node3" "$(basename "$program")")"
+    ((${#victims[@]})) || fail "no place of $program found on node3"
+    echo "killing node3's places once $(basename "$(compgen -G "$ckpt/ckpt-[0-9]*[0-9]")") was complete: ${victims[*]}"
+    start_clock
+    kill -KILL "${victims[@]}"
+    wait_background 30
+    ((rc != 0)) || fail "exit code 0, expected a failure"
+    expect_output "process rank [45] with PID [0-9]+ on node node3 exited on signal 9"
+    expect_nodes_empty
+    job 600 "$root/launch/apgasrun" -n 4 "$program" "${program_args[@]}" --no-seq --resume "$ckpt"
+    ((rc == 0)) || fail "the resume on 4 places exited $rc"
+    expect_output "resumed from $ckpt/ckpt-[0-9]+"
+    expect_output " verified "
     ;;
   different_build)
     [[ -x "$other_build" ]] || { echo "no other build at '$other_build'" >&2; exit 2; }

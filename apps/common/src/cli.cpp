@@ -1,6 +1,8 @@
 // Command-line parsing, help text, error handling and the result report shared by the apps.
 #include "apgas_apps/cli.hpp"
 
+#include <apgas/checkpoint.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace apgas_apps {
@@ -75,6 +79,26 @@ void collect_errors(const std::exception_ptr& e, std::vector<std::string>& out) 
     out.emplace_back(origin != nullptr ? origin->describe() : x.what());
   } catch (...) {
     out.emplace_back("a non-standard exception");
+  }
+}
+
+/// The message of a failure made of usage errors alone (a bad checkpoint found inside the
+/// run, say), or nothing: such a run ends as a bad flag does, with one line and exit code 2.
+std::optional<std::string> usage_error_in(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const apgas::multiple_exceptions& m) {
+    std::optional<std::string> first;
+    for (const auto& inner : m.exceptions()) {
+      std::optional<std::string> what = usage_error_in(inner);
+      if (!what) return std::nullopt;
+      if (!first) first = std::move(what);
+    }
+    return first;
+  } catch (const apgas::usage_error& u) {
+    return std::string(u.what());
+  } catch (...) {
+    return std::nullopt;
   }
 }
 
@@ -280,11 +304,19 @@ int cli::run(int argc, char** argv, const body& b) {
       if (!r.verified) fmt::print(stderr, "{}: self-check FAILED: {}\n", m_app, r.failure);
     }
     code = r.verified || !lead ? k_exit_ok : k_exit_check_failed;
+  } catch (const apgas::checkpoint_error& e) {
+    if (lead) fmt::print(stderr, "{}: {}\n", m_app, e.what()); // --help would not help
+    code = k_exit_usage;
   } catch (const apgas::usage_error& e) {
     code = usage_failure(e.what()); // flags that do not go together, found by the body
   } catch (...) {
-    code = k_exit_run_failed;
-    report_failure(std::current_exception(), rt->here());
+    if (const std::optional<std::string> what = usage_error_in(std::current_exception())) {
+      if (lead) fmt::print(stderr, "{}: {}\n", m_app, *what);
+      code = k_exit_usage;
+    } else {
+      code = k_exit_run_failed;
+      report_failure(std::current_exception(), rt->here());
+    }
   }
   const int agreed = agree_on_exit_code(*rt, code);
   if (lead && agreed != code) {

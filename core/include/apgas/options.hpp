@@ -112,7 +112,14 @@ enum class finish_pattern : std::uint8_t {
   X(unsigned, glb_m, 1024, 1, 1U << 24, "--glb-m", "APGAS_GLB_M", "N",                             \
     "GLB: random victims a place draws at the start of a run (steals pick among them)")            \
   X(bool, glb_tree, true, false, true, "--glb-tree", "APGAS_GLB_TREE", "yes|no",                   \
-    "GLB: places without work at the start also wait on a tree (place h feeds 3h+1..3h+3)")
+    "GLB: places without work at the start also wait on a tree (place h feeds 3h+1..3h+3)")        \
+  X(std::string, checkpoint, "", "", "", "--checkpoint", "APGAS_CHECKPOINT", "DIR",                \
+    "GLB runs write a checkpoint into DIR (shared by all places) every --checkpoint-every "        \
+    "seconds; the newest complete one is kept")                                                    \
+  X(double, checkpoint_every, 60.0, 0.001, 1e7, "--checkpoint-every", "APGAS_CHECKPOINT_EVERY",    \
+    "SECONDS", "seconds between two checkpoints (with --checkpoint)")                              \
+  X(std::string, resume, "", "", "", "--resume", "APGAS_RESUME", "DIR",                            \
+    "start from the newest complete checkpoint in DIR, on any number of places and threads")
 
 /// @brief Runtime settings. Defaults, then APGAS_* environment variables, then flags win. One
 /// member per line of APGAS_OPTIONS, with its default; help_text() says what each means.

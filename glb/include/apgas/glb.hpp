@@ -30,6 +30,10 @@
 /// a tree. The parameters are runtime options (--glb-n, --glb-w, --glb-l, --glb-z, --glb-m,
 /// --glb-tree; see apgas::glb::parameters).
 ///
+/// Checkpoints (--checkpoint DIR, --resume DIR; see apgas/detail/glb_checkpoint.hpp and
+/// docs/guide/checkpoint.md) need nothing beyond the bag concept: a checkpoint saves the bags
+/// and the results with their serialization, which the concept requires already.
+///
 /// One GLB run at a time per job; a run may start from any place's activity.
 #pragma once
 

@@ -30,6 +30,16 @@ struct parameters {
   /// Places without work at the start wait on a tree (place h feeds 3h+1 .. 3h+3) besides
   /// their lifelines: work from place 0 reaches P places in log3 P hops.
   bool tree = options{}.glb_tree;
+  /// Checkpoints: written into this directory (shared by all places) every
+  /// checkpoint_every seconds; empty: none (--checkpoint, --checkpoint-every).
+  std::string checkpoint_dir = options{}.checkpoint;
+  double checkpoint_every = options{}.checkpoint_every;
+  /// Start from the newest complete checkpoint in this directory; empty: from Make. From
+  /// --resume, it applies to the run of the job whose number the checkpoint was written by
+  /// (the first GLB run, as a rule); set here, to this run. Either way the checkpoint must be
+  /// of this computation (the bag's and Make's types and the run's arguments): else
+  /// checkpoint_error.
+  std::string resume_from = options{}.resume;
 
   /// @brief The options' values (--glb-n etc.).
   static parameters from(const options& o) noexcept;
@@ -39,7 +49,8 @@ struct parameters {
 
   template <class A>
   void serialize(A& a) {
-    a& items_per_batch& random_steals& lifeline_base& lifeline_count& random_victims& tree;
+    a& items_per_batch& random_steals& lifeline_base& lifeline_count& random_victims& tree&
+        checkpoint_dir& checkpoint_every& resume_from;
   }
 };
 
@@ -70,10 +81,16 @@ static_assert(std::is_trivially_copyable_v<place_stats>); // crosses places byte
 
 /// @brief What a run did: its time and each place's statistics (indexed by place).
 struct run_stats {
-  double seconds = 0;              ///< the run at place 0, from its start to its end
-  std::uint32_t workers = 0;       ///< worker threads per place (place 0's)
-  parameters params;               ///< resolved for the run's places
-  std::vector<place_stats> places; ///< one per place, in place order
+  double seconds = 0;                  ///< the run at place 0, from its start to its end
+  std::uint32_t workers = 0;           ///< worker threads per place (place 0's)
+  parameters params;                   ///< resolved for the run's places
+  std::vector<place_stats> places;     ///< one per place, in place order
+  std::uint64_t checkpoints = 0;       ///< checkpoints written (--checkpoint)
+  double checkpoint_pause_seconds = 0; ///< all of them: the places frozen
+  double checkpoint_write_seconds = 0; ///< all of them: parts and manifest written, after thaw
+  std::uint64_t checkpoint_bytes = 0;  ///< the newest checkpoint's size
+  std::string resumed_from;            ///< the checkpoint the run resumed from (--resume), or ""
+  double resume_seconds = 0;           ///< reading and checking it, and setting up the places
 
   /// @brief The sum over places (place: the number of places).
   place_stats total() const noexcept;
@@ -84,7 +101,8 @@ struct run_stats {
 
   template <class A>
   void serialize(A& a) {
-    a& seconds& workers& params& places;
+    a& seconds& workers& params& places& checkpoints& checkpoint_pause_seconds&
+        checkpoint_write_seconds& checkpoint_bytes& resumed_from& resume_seconds;
   }
 };
 

@@ -7,10 +7,15 @@
 
 #include "../../places_test_main.hpp"
 #include "../../stderr_pipe.hpp"
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <filesystem>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -36,6 +41,10 @@ struct workload {
 /// Processed ids, counted: entry i is how often id i was processed.
 using counts = std::vector<std::uint32_t>;
 
+/// Items this process still processes before one throws (a failure that is no item's own,
+/// as a dying place: the item is not processed, and a resumed run processes it).
+std::atomic<std::uint64_t> g_items_before_failure{~std::uint64_t{0}};
+
 /// Items are ranges of ids; a chain id may add new ranges (work that appears late).
 struct test_bag {
   using result_type = counts;
@@ -50,6 +59,11 @@ struct test_bag {
       const std::uint32_t id = ranges.back().first++;
       if (ranges.back().first == ranges.back().second) ranges.pop_back();
       if (id == w.throw_at) throw std::runtime_error("item " + std::to_string(id) + " failed");
+      // relaxed: a count of this process's own items; which item hits zero does not matter.
+      if (g_items_before_failure.fetch_sub(1, std::memory_order_relaxed) == 1) {
+        ranges.emplace_back(id, id + 1); // not processed: still in the bag
+        throw std::runtime_error("the place fails");
+      }
       spin(id);
       ++seen[id];
       ++done;
@@ -295,6 +309,175 @@ TEST(glb, a_bag_that_processes_nothing_while_not_empty_gets_a_warning) {
   } else {
     EXPECT_EQ(printed.find("did nothing"), std::string::npos) << printed;
   }
+}
+
+// ---- checkpoints -------------------------------------------------------------------------------
+
+/// A directory for this test's checkpoints, named by place 0 (the same at every place: they
+/// share the file system), empty.
+std::string checkpoint_dir(const std::string& test) {
+  return g_rt->run([test]() -> task<std::string> {
+    const std::string dir = (std::filesystem::temp_directory_path() /
+                             ("apgas-glb-" + test + "-" + std::to_string(::getpid())))
+                                .string();
+    std::filesystem::remove_all(dir);
+    co_return dir;
+  });
+}
+
+/// Removes a test's checkpoints (place 0: the places share the directory).
+void remove_checkpoints(const std::string& dir) {
+  std::error_code ignored;
+  if (g_rt->here() == 0) std::filesystem::remove_all(dir, ignored);
+}
+
+/// Sets g_items_before_failure at every place: `n` at `place`, never elsewhere.
+void fail_after(place_id place, std::uint64_t n) {
+  g_rt->run(apgas::for_each_place(
+      [](place_id p, std::uint64_t k) {
+        g_items_before_failure.store(apgas::here() == p ? k : ~std::uint64_t{0});
+      },
+      place, n));
+}
+
+/// Every id below `total` processed once, none else.
+void expect_each_once(const counts& seen, std::uint32_t total, std::uint64_t seed) {
+  std::uint64_t wrong = 0;
+  for (std::size_t i = 0; i < std::max<std::size_t>(seen.size(), total); ++i)
+    if ((i < seen.size() ? seen[i] : 0U) != (i < total ? 1U : 0U)) ++wrong;
+  EXPECT_EQ(wrong, 0U) << "ids processed other than once (seed " << seed << ")";
+}
+
+TEST(glb_checkpoint, checkpoints_change_nothing_in_the_result) {
+  apgas::glb::parameters p = apgas::glb::default_parameters();
+  p.checkpoint_dir = checkpoint_dir("unchanged");
+  p.checkpoint_every = 0.002;
+  workload w = flat(100'000, 400);
+  const auto out = g_rt->run(apgas::glb::run_with_stats(p, make_bag{}, w, layout::at_place_0));
+  expect_each_once(out.value, w.total, 0);
+  EXPECT_GT(out.stats.checkpoints, 0U) << "the run was short: no checkpoint was taken";
+  EXPECT_TRUE(std::filesystem::exists(p.checkpoint_dir + "/ckpt-" +
+                                      fmt::format("{:06}", out.stats.checkpoints)));
+  remove_checkpoints(p.checkpoint_dir);
+}
+
+// A run fails at a random moment (an item at a random place throws, as a dying place would
+// end it), after checkpoints at random moments (the work's items take random times); the run
+// resumed from the newest complete checkpoint processes every item exactly once, counting
+// what the checkpoint's results hold.
+TEST(glb_checkpoint, a_failed_run_resumes_with_every_item_processed_exactly_once) {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  const int rounds = 2; // slow there
+#else
+  const int rounds = 6;
+#endif
+  int resumed = 0; // rounds whose failure came after a checkpoint
+  for (int round = 0; round < rounds; ++round) {
+    // GLB_CHECKPOINT_SEED=<a seed printed by a failure> runs that case again.
+    const char* again = std::getenv("GLB_CHECKPOINT_SEED");
+    const std::uint64_t s = g_rt->run([again]() -> task<std::uint64_t> {
+      co_return again != nullptr ? std::strtoull(again, nullptr, 10) : std::random_device{}();
+    });
+    SCOPED_TRACE("seed " + std::to_string(s));
+    std::mt19937_64 pick(s);
+    const auto where = static_cast<layout>(pick() % 3);
+    workload w;
+    if (where == layout::at_place_0) { // work that appears late (a chain grows from place 0)
+      w.chain = 200;
+      w.burst_every = 20;
+      w.burst = 4'000 + static_cast<std::uint32_t>(pick() % 8'000);
+      w.total = w.chain + (w.chain / w.burst_every) * w.burst;
+    } else { // all of it at the start, at one place or spread
+      w.total = 40'000 + static_cast<std::uint32_t>(pick() % 80'000);
+    }
+    w.spin = 200 + static_cast<std::uint32_t>(pick() % 800);
+    const auto failing = static_cast<place_id>(pick() % g_rt->places());
+    apgas::glb::parameters p = apgas::glb::default_parameters();
+    p.checkpoint_dir = checkpoint_dir("resume");
+    p.checkpoint_every = 0.001 + 0.001 * static_cast<double>(pick() % 4);
+    // At the failing place's share of the items, from a quarter to three quarters of it.
+    const std::uint64_t share = w.total / g_rt->places();
+    fail_after(failing, share / 4 + pick() % (share / 2));
+    bool failed = false;
+    try {
+      g_rt->run(apgas::glb::run(p, make_bag{}, w, where));
+    } catch (const std::exception& e) {
+      failed = true;
+    }
+    fail_after(failing, ~std::uint64_t{0});
+    if (!failed) { // the failing place got too few items: nothing to resume
+      remove_checkpoints(p.checkpoint_dir);
+      continue;
+    }
+    apgas::glb::parameters q = apgas::glb::default_parameters();
+    q.resume_from = p.checkpoint_dir;
+    apgas::glb::outcome<counts> out;
+    try {
+      out = g_rt->run(apgas::glb::run_with_stats(q, make_bag{}, w, where));
+    } catch (const apgas::checkpoint_error& e) { // it failed before the first checkpoint
+      EXPECT_NE(std::string(e.what()).find("no complete checkpoint"), std::string::npos)
+          << e.what();
+      continue;
+    } catch (const std::exception& e) {
+      if (std::string(e.what()).find("no complete checkpoint") == std::string::npos)
+        ADD_FAILURE() << "resume failed: " << e.what();
+      continue;
+    }
+    expect_each_once(out.value, w.total, s);
+    ++resumed;
+    EXPECT_EQ(out.stats.resumed_from.rfind(p.checkpoint_dir, 0), 0U) << out.stats.resumed_from;
+    EXPECT_LT(out.stats.total().items, w.total) << "the resume started from the beginning";
+    remove_checkpoints(p.checkpoint_dir);
+  }
+  EXPECT_GT(resumed, 0) << "no round failed after a checkpoint: nothing was resumed";
+}
+
+TEST(glb_checkpoint, a_checkpoint_that_cannot_be_written_warns_and_the_run_goes_on) {
+  apgas::glb::parameters p = apgas::glb::default_parameters();
+  p.checkpoint_dir = "/proc/apgas-no-checkpoints-here"; // not even root may create it
+  p.checkpoint_every = 0.001;
+  const workload w = flat(100'000, 400);
+  std::string printed;
+  apgas::glb::outcome<counts> out;
+  {
+    apgas_test::stderr_pipe err;
+    out = g_rt->run(apgas::glb::run_with_stats(p, make_bag{}, w, layout::at_place_0));
+    err.read_into(printed);
+  }
+  expect_each_once(out.value, w.total, 0);
+  EXPECT_EQ(out.stats.checkpoints, 0U);
+  if (g_rt->here() == 0) {
+    EXPECT_NE(printed.find("apgas: warning: a checkpoint into /proc/apgas-no-checkpoints-here "
+                           "failed, the run goes on without checkpoints"),
+              std::string::npos)
+        << printed;
+  }
+}
+
+TEST(glb_checkpoint, a_checkpoint_of_other_arguments_is_refused) {
+  apgas::glb::parameters p = apgas::glb::default_parameters();
+  p.checkpoint_dir = checkpoint_dir("refused");
+  p.checkpoint_every = 0.001;
+  const workload w = flat(50'000, 400);
+  (void)g_rt->run(apgas::glb::run(p, make_bag{}, w, layout::spread));
+  apgas::glb::parameters q = apgas::glb::default_parameters();
+  q.resume_from = p.checkpoint_dir;
+  std::string refusal;
+  try {
+    (void)g_rt->run(apgas::glb::run(q, make_bag{}, flat(50'001, 400), layout::spread));
+  } catch (const std::exception& e) {
+    refusal = e.what();
+  }
+  EXPECT_NE(refusal.find("is of this program with other parameters"), std::string::npos) << refusal;
+  q.resume_from = p.checkpoint_dir + "/nothing-here";
+  refusal.clear();
+  try {
+    (void)g_rt->run(apgas::glb::run(q, make_bag{}, w, layout::spread));
+  } catch (const std::exception& e) {
+    refusal = e.what();
+  }
+  EXPECT_NE(refusal.find("no such directory"), std::string::npos) << refusal;
+  remove_checkpoints(p.checkpoint_dir);
 }
 
 } // namespace

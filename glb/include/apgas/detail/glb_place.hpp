@@ -22,6 +22,7 @@
 //   lifeline   run                 thief -> lifeline buddy: feed me when you have work
 //   loot       run, bag bytes      victim -> thief: the answer to a steal, with work
 //   refusal    run                 victim -> thief: the answer to a steal, without
+//   freeze     run                 a checkpoint: along the start tree from place 0 (see freeze())
 // and one active message, counted: the loot a place sends along a lifeline is an async_at
 // (deal_fn below) under the run's finish, which starts the loot as an activity at the thief.
 //
@@ -47,8 +48,14 @@
 // uncounted, lifeline loot counted); it keeps termination traffic proportional to lifeline
 // traffic. A lifeline registration may still be in flight when the run ends: each message
 // carries its run's id, and a place drops one of a run that is not its current one.
+//
+// Checkpoints (glb_checkpoint.hpp has the protocol and its argument) freeze the place: working
+// activities park at their next batch boundary with their bags, random thieves are refused,
+// and the checkpoint's activity waits until every working activity of the place is parked
+// and its thief's turn is over (until_parked). Then the parked bags are the place's work.
 #pragma once
 
+#include "apgas/detail/checkpoint_store.hpp"
 #include "apgas/detail/glb_graph.hpp"
 #include "apgas/detail/trace.hpp"
 #include "apgas/detail/worker.hpp"
@@ -63,11 +70,13 @@
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -87,7 +96,7 @@ struct request {
 };
 
 /// @brief The GLB module's messages (see the top of this file).
-enum class message : std::uint8_t { steal, lifeline, loot, refusal };
+enum class message : std::uint8_t { steal, lifeline, loot, refusal, freeze };
 
 /// @brief What the place's last working activity does once its bag is empty.
 enum class after_work : std::uint8_t {
@@ -113,8 +122,9 @@ public:
   unsigned workers() const noexcept { return static_cast<unsigned>(m_workers.size()); }
 
   // ---- what working activities call ----
-  /// @brief The start activity has work: counted as working.
-  void begin_start_work();
+  /// @brief The start activity begins: with `bags` bags of work (each counted as working; 0:
+  /// none). From here on the place's initial work is in its activities.
+  void begin_start_work(unsigned bags);
   /// @brief A working activity split off a bag for a local async: counted as working.
   void begin_local_work();
   /// @brief Counts `n` items processed by the calling worker (relaxed: read by the progress
@@ -127,6 +137,8 @@ public:
   /// @brief Polls the network between batches (other places' requests reach this place even
   /// while all its workers are busy).
   void poll() noexcept;
+  /// @brief At one place (no network polls): fires the checkpoint alarm if it fell due.
+  void fire_alarm_if_due() noexcept;
   /// @brief True if a steal request may be waiting (a hint: a relaxed read).
   bool requests_waiting() const noexcept {
     return m_requests.load(std::memory_order_relaxed) != 0; // a hint, rechecked under the lock
@@ -169,6 +181,49 @@ public:
   /// @brief Loot from `from` arrived along a lifeline: counted as working.
   void lifeline_loot_arrived(place_id from, std::uint64_t items, std::size_t bytes);
 
+  // ---- checkpoints (see glb_checkpoint.hpp) ----
+  /// @brief True while a checkpoint wants the working activities parked (a hint: a relaxed
+  /// read, rechecked under the lock by park()).
+  bool freeze_requested() const noexcept {
+    return m_freeze_hint.load(std::memory_order_relaxed); // a hint, rechecked under the lock
+  }
+  /// @brief co_await park(&bag): a working activity, between batches, waits with its bag until
+  /// thaw() (at once if the place is not frozen any more).
+  class park_awaiter;
+  park_awaiter park(void* bag) noexcept;
+  /// @brief Freezes the place: random steal requests are refused from now on (those waiting
+  /// at once), and working activities park at their next batch boundary. Idempotent.
+  void freeze();
+  /// @brief The coordinator's step: freezes every place of the run. A freeze message goes
+  /// to place 0 and down the start tree, handled where it arrives (a place whose workers are
+  /// all busy in bags polls between batches, and runs no new activity before they park).
+  void freeze_everywhere();
+  /// @brief A freeze message arrived: passes it on to the tree children, freezes this place.
+  void on_freeze();
+  /// @brief co_await until_parked(): suspends until every working activity of the frozen
+  /// place is parked, its thief's turn is over and it has started.
+  class parked_awaiter;
+  parked_awaiter until_parked() noexcept;
+  /// @brief What the place tells the checkpoint's coordinator (the counts since the run began).
+  struct freeze_state {
+    std::uint64_t lifeline_sent = 0;    ///< lifeline loot sent (counted asyncs)
+    std::uint64_t lifeline_arrived = 0; ///< lifeline loot that arrived and is counted as working
+    bool failed = false;                ///< an activity failed: the checkpoint is abandoned
+  };
+  freeze_state frozen_state() const;
+  /// @brief The parked activities' bags (type-erased). pre: until_parked() returned and no
+  /// thaw since.
+  std::vector<void*> parked_bags() const;
+  /// @brief Resumes the parked activities; stealing and serving go on.
+  void thaw();
+  /// @brief Starts writing `bytes` as this place's part of checkpoint `seq` into `dir`, on a
+  /// thread of its own (the workers go on). pre: no part is being written.
+  void start_writing_part(std::string dir, std::uint64_t seq, std::vector<std::byte> bytes);
+  /// @brief Waits for the part started by start_writing_part (started a checkpoint interval
+  /// ago: done, as a rule). @return its record for the manifest, and the seconds the write
+  /// took. @throws checkpoint_error if it could not be written.
+  std::pair<checkpoint::part_record, double> finish_writing_part();
+
   // ---- handlers (the GLB module, one at a time) ----
   void on_steal_request(place_id from);
   void on_lifeline_request(place_id from);
@@ -193,6 +248,11 @@ private:
   void register_on(std::vector<place_id>& buddies);
   void set_requests_locked() noexcept;
   void note_working_locked() noexcept; ///< the place goes from idle to working
+  /// The waiter of until_parked() if the place is frozen and parked now (it is to be resumed,
+  /// after the lock is released, with resume_waiter); else null.
+  promise_base* parked_waiter_locked() noexcept;
+  bool parked_locked() const noexcept;
+  void resume_waiter(promise_base* waiter);
 
   using clock = std::chrono::steady_clock;
 
@@ -226,6 +286,17 @@ private:
   /// Requests waiting (random thieves + lifeline thieves): what working activities look at
   /// between batches. Written under m_lock, read without it (relaxed: a hint).
   std::atomic<std::uint32_t> m_requests{0};
+  // Checkpoints (under m_lock):
+  bool m_started = false;                                ///< begin_start_work ran here
+  bool m_frozen = false;                                 ///< between freeze() and thaw()
+  std::vector<std::pair<promise_base*, void*>> m_parked; ///< parked activities and their bags
+  promise_base* m_parked_waiter = nullptr;               ///< the until_parked() activity
+  std::thread m_writer; ///< writes a checkpoint's part (start_writing_part)
+  std::pair<checkpoint::part_record, double> m_written; ///< its result, once joined
+  std::exception_ptr m_write_failure;                   ///< its failure, once joined
+  /// m_frozen, for the working activities' look between batches (relaxed: a hint, see
+  /// freeze_requested()).
+  std::atomic<bool> m_freeze_hint{false};
   /// Set once the no-progress warning was printed (relaxed: it only prevents repeats).
   std::atomic<bool> m_warned_no_progress{false};
 
@@ -263,6 +334,45 @@ inline place_base::steal_awaiter place_base::steal_from(place_id victim) noexcep
   return {*this, victim};
 }
 
+class place_base::park_awaiter {
+public:
+  park_awaiter(place_base& place, void* bag) noexcept : m_place(place), m_bag(bag) {}
+  bool await_ready() const noexcept { return false; }
+  template <class P>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> me) {
+    require_apgas_caller<P>();
+    return suspend(me, me.promise());
+  }
+  void await_resume() const noexcept {}
+
+private:
+  std::coroutine_handle<> suspend(std::coroutine_handle<> me, promise_base& p);
+  place_base& m_place;
+  void* m_bag;
+};
+
+inline place_base::park_awaiter place_base::park(void* bag) noexcept { return {*this, bag}; }
+
+class place_base::parked_awaiter {
+public:
+  explicit parked_awaiter(place_base& place) noexcept : m_place(place) {}
+  bool await_ready() const noexcept { return false; }
+  template <class P>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> me) {
+    require_apgas_caller<P>();
+    return suspend(me, me.promise());
+  }
+  void await_resume() const noexcept {}
+
+private:
+  std::coroutine_handle<> suspend(std::coroutine_handle<> me, promise_base& p);
+  place_base& m_place;
+};
+
+inline place_base::parked_awaiter place_base::until_parked() noexcept {
+  return parked_awaiter{*this};
+}
+
 /// @brief The module's run with this id at this place. pre: installed (the run's setup
 /// finished everywhere, its gather has not reached this place).
 place_base& place_of_run(std::uint64_t run);
@@ -295,20 +405,28 @@ class typed_place final : public place_base {
 public:
   using result_type = typename Bag::result_type;
 
-  typed_place(std::uint64_t run, const apgas::glb::parameters& resolved, Bag initial)
+  /// @param initial the place's initial bags: Make's one, or those a resume gives it.
+  /// @param resumed the results of the checkpointed places a resume gives it, reduced.
+  typed_place(std::uint64_t run, const apgas::glb::parameters& resolved, std::vector<Bag> initial,
+              std::optional<result_type> resumed = std::nullopt)
       : place_base(run, resolved, current_dispatcher()), m_initial(std::move(initial)),
-        m_results(workers()) {}
+        m_results(workers()) {
+    std::erase_if(m_initial, [](const Bag& b) { return b.empty(); });
+    m_results[0].value = std::move(resumed);
+  }
 
   static typed_place& of(std::uint64_t run) { return static_cast<typed_place&>(place_of_run(run)); }
 
-  /// @brief The place's first activity: works on the initial bag, or waits quietly.
+  /// @brief The place's first activity: works on the initial bags, or waits quietly.
   task<> start() {
-    if (m_initial.empty()) {
+    std::vector<Bag> bags = std::exchange(m_initial, {});
+    begin_start_work(static_cast<unsigned>(bags.size()));
+    if (bags.empty()) {
       start_quiet();
       co_return;
     }
-    begin_start_work();
-    co_await work(std::exchange(m_initial, Bag{}));
+    for (std::size_t i = 1; i < bags.size(); ++i) co_await apgas::async(work(std::move(bags[i])));
+    co_await work(std::move(bags[0]));
   }
 
   /// @brief Loot that arrived along a lifeline, as an activity of the run's finish.
@@ -319,12 +437,31 @@ public:
     co_await work(std::move(bag));
   }
 
-  /// @brief This place's result: the reduction of its workers'. pre: the finish ended.
-  result_type take_result() {
+  /// @brief This place's result so far: the reduction of its workers'. pre: the finish ended,
+  /// or the place is parked.
+  result_type take_result() const {
     result_type total{};
-    for (result_slot& s : m_results)
+    for (const result_slot& s : m_results)
       if (s.value) Bag::reduce(total, *s.value);
     return total;
+  }
+
+  /// @brief Appends the parked bags and the result so far (a checkpoint's part of this place)
+  /// to `w`. pre: the place is frozen and parked.
+  void write_snapshot(byte_writer& w) const {
+    const std::vector<void*> bags = parked_bags();
+    serialize(w, static_cast<std::uint64_t>(bags.size()));
+    for (void* b : bags) serialize(w, *static_cast<const Bag*>(b));
+    serialize(w, take_result());
+  }
+
+  /// @brief What write_snapshot wrote: bags and a result, appended to `bags` and reduced into
+  /// `result`. @throws serialization_error if the bytes are not that.
+  static void read_snapshot(byte_reader& r, std::vector<Bag>& bags, result_type& result) {
+    const std::uint64_t n = deserialize<std::uint64_t>(r);
+    if (n > r.remaining()) r.fail("a checkpoint part with more bags than bytes");
+    for (std::uint64_t i = 0; i < n; ++i) bags.push_back(deserialize<Bag>(r));
+    Bag::reduce(result, deserialize<result_type>(r));
   }
 
 private:
@@ -362,14 +499,18 @@ private:
     const bool local = workers() > 1;
     std::uint64_t idle_rounds = 0; // process() did nothing while the bag said it had work
     while (!bag.empty()) {
+      if (freeze_requested()) [[unlikely]]
+        co_await park(&bag); // a checkpoint: this bag is part of it
       const std::size_t done = bag.process(n, result_here());
       count_items(done);
       if (done == 0 && ++idle_rounds == k_no_progress_rounds) [[unlikely]]
         warn_no_progress(idle_rounds);
       else if (done != 0) idle_rounds = 0;
       if (remote) {
-        poll();
+        poll(); // also fires a checkpoint alarm that fell due
         if (requests_waiting()) co_await serve(bag);
+      } else {
+        fire_alarm_if_due(); // no network to poll at one place
       }
       // A thief that asked takes what our deque holds (our continuation); an empty deque:
       // nothing of ours for idle workers to steal, half of the bag is.
@@ -435,7 +576,7 @@ private:
     return *v;
   }
 
-  Bag m_initial;
+  std::vector<Bag> m_initial;         ///< until start()
   std::vector<result_slot> m_results; ///< one per worker
 };
 

@@ -4,6 +4,7 @@
 // glb_place.hpp's.
 #pragma once
 
+#include "apgas/detail/glb_checkpoint.hpp"
 #include "apgas/detail/glb_place.hpp"
 #include "apgas/glb.hpp"
 #include "apgas/glb_parameters.hpp"
@@ -32,16 +33,24 @@ using apgas::detail::glb::place_base;
 using apgas::detail::glb::typed_place;
 
 /// @brief Sets up the run at every place along the start tree: the place's initial bag from
-/// Make{}(args...), and its protocol state.
+/// Make{}(args...), or, on a resume, its bags and result from the checkpoint; and its
+/// protocol state.
 template <class Bag, class Make, class... Args>
 struct setup_fn {
-  task<> operator()(std::uint64_t run, parameters p, Args... args) const {
+  task<> operator()(std::uint64_t run, parameters p, std::optional<store::found> resume,
+                    Args... args) const {
     const place_id h = here();
     for (place_id c : apgas::detail::glb::tree_children_of(h, places()))
-      co_await async_at(c, setup_fn{}, run, p, args...);
-    Bag initial = std::invoke(Make{}, args...);
+      co_await async_at(c, setup_fn{}, run, p, resume, args...);
+    std::vector<Bag> initial;
+    std::optional<typename Bag::result_type> result;
+    if (resume) {
+      load_parts(*resume, initial, result.emplace());
+    } else {
+      initial.push_back(std::invoke(Make{}, args...));
+    }
     apgas::detail::glb::install_place(
-        std::make_shared<typed_place<Bag>>(run, p, std::move(initial)));
+        std::make_shared<typed_place<Bag>>(run, p, std::move(initial), std::move(result)));
   }
 };
 
@@ -91,6 +100,8 @@ struct gather_fn {
 
 /// @brief A new run id, unique in the job (the calling place and a count).
 std::uint64_t next_run_id() noexcept;
+/// @brief The count in a run id: the run's number among the calling place's runs.
+inline constexpr std::uint64_t k_run_count_mask = (std::uint64_t{1} << 40) - 1;
 /// @brief Prints `stats` to stderr if --stats is on (a run whose caller did not take them).
 void print_stats_if_asked(const run_stats& stats);
 
@@ -109,17 +120,33 @@ task<outcome<result_of_t<Make, Args...>>> run_with_stats(parameters p, Make, Arg
   using result_type = typename Bag::result_type;
   const std::uint64_t run = detail::next_run_id();
   p = p.resolved(places());
+  // What the run is, for its checkpoints: its types and its arguments, serialized.
+  byte_writer arg_bytes;
+  serialize_all(arg_bytes, args...);
+  const detail::checkpoint_plan plan = detail::plan_checkpoints(
+      p, run & detail::k_run_count_mask,
+      detail::type_name(typeid(Bag)) + " made by " + detail::type_name(typeid(Make)),
+      arg_bytes.bytes());
+  using clock = std::chrono::steady_clock;
   std::exception_ptr failure;
-  std::chrono::steady_clock::duration took{};
+  clock::duration took{};
+  clock::duration setup_took{};
+  detail::checkpoint_tally tally;
   try {
+    const auto setup_start = clock::now();
     co_await finish([&]() -> task<> {
-      co_await async_at(0, detail::setup_fn<Bag, Make, Args...>{}, run, p, args...);
+      co_await async_at(0, detail::setup_fn<Bag, Make, Args...>{}, run, p, plan.resume, args...);
     });
-    const auto start = std::chrono::steady_clock::now();
-    co_await finish([&]() -> task<> { co_await async_at(0, detail::start_fn<Bag>{}, run); });
-    took = std::chrono::steady_clock::now() - start;
+    setup_took = clock::now() - setup_start;
+    const auto start = clock::now();
+    if (plan.dir.empty()) {
+      co_await finish([&]() -> task<> { co_await async_at(0, detail::start_fn<Bag>{}, run); });
+    } else {
+      co_await detail::work_with_checkpoints<Bag, detail::start_fn<Bag>>(run, plan, tally);
+    }
+    took = clock::now() - start;
   } catch (...) {
-    failure = std::current_exception();
+    failure = detail::plain_checkpoint_error(std::current_exception());
   }
   // Also after a failure: every place forgets the run, so that the next one can start.
   auto [value, rows] = co_await at(0, detail::gather_fn<Bag>{}, run);
@@ -132,6 +159,14 @@ task<outcome<result_of_t<Make, Args...>>> run_with_stats(parameters p, Make, Arg
   out.stats.workers = local_runtime::current() != nullptr ? local_runtime::current()->threads() : 1;
   out.stats.params = p;
   out.stats.places = std::move(rows);
+  out.stats.checkpoints = tally.taken;
+  out.stats.checkpoint_pause_seconds = tally.pause_seconds;
+  out.stats.checkpoint_write_seconds = tally.write_seconds;
+  out.stats.checkpoint_bytes = tally.bytes;
+  if (plan.resume) {
+    out.stats.resumed_from = plan.resume->path;
+    out.stats.resume_seconds = std::chrono::duration<double>(setup_took).count();
+  }
   co_return out;
 }
 
