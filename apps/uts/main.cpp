@@ -150,6 +150,13 @@ int main(int argc, char** argv) {
     r.extra.add("lifeline_activations_per_place",
                 static_cast<double>(t.lifeline_activations) * per_place);
     r.extra.add("glb_seconds", out.stats.seconds);
+    r.extra.add("checkpoints", out.stats.checkpoints);
+    if (out.stats.checkpoints > 0) {
+      const auto n = static_cast<double>(out.stats.checkpoints);
+      r.extra.add("checkpoint_pause_ms", 1e3 * out.stats.checkpoint_pause_seconds / n);
+      r.extra.add("checkpoint_write_ms", 1e3 * out.stats.checkpoint_write_seconds / n);
+    }
+    if (resumed) r.extra.add("resume_seconds", out.stats.resume_seconds);
     // The share of the run the places had work (1.0: no place ever waited for work).
     r.extra.add("busy_fraction", t.busy_seconds / (t.busy_seconds + t.idle_seconds));
     return r;
