@@ -185,6 +185,12 @@ std::string part_path(const std::string& checkpoint_path, std::uint32_t place) {
   return (fs::path(checkpoint_path) / fmt::format("place-{:06}", place)).string();
 }
 
+void prepare(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail(fmt::format("checkpoint: cannot create {}: {}", dir, ec.message()));
+}
+
 std::uint64_t next_sequence(const std::string& dir) {
   std::uint64_t highest = 0;
   std::error_code ec;

@@ -307,27 +307,27 @@ void place_base::resume_waiter(promise_base* waiter) {
   if (waiter != nullptr) m_dispatcher.sched().inject(as_independent(waiter));
 }
 
-std::coroutine_handle<> place_base::park_awaiter::suspend(std::coroutine_handle<> me,
-                                                          promise_base& p) {
+std::coroutine_handle<> place_base::suspend_parked(std::coroutine_handle<> me, promise_base& p,
+                                                   void* bag) {
   promise_base* waiter = nullptr;
   std::coroutine_handle<> next;
   {
-    std::lock_guard guard(m_place.m_lock);
-    if (!m_place.m_frozen) return me; // thawed since the hint was read: go on
+    std::lock_guard guard(m_lock);
+    if (!m_frozen) return me; // thawed since the hint was read: go on
     // Counted as suspended before thaw() can see it (and resume it on another worker).
     next = t_worker->suspend_for_external();
-    m_place.m_parked.emplace_back(&p, m_bag);
-    waiter = m_place.parked_waiter_locked();
+    m_parked.emplace_back(&p, bag);
+    waiter = parked_waiter_locked();
   }
-  m_place.resume_waiter(waiter);
+  resume_waiter(waiter);
   return next;
 }
 
-std::coroutine_handle<> place_base::parked_awaiter::suspend(std::coroutine_handle<> me,
-                                                            promise_base& p) {
-  std::lock_guard guard(m_place.m_lock);
-  if (m_place.parked_locked()) return me;
-  m_place.m_parked_waiter = &p;
+std::coroutine_handle<> place_base::suspend_until_parked(std::coroutine_handle<> me,
+                                                         promise_base& p, void*) {
+  std::lock_guard guard(m_lock);
+  if (parked_locked()) return me;
+  m_parked_waiter = &p;
   return t_worker->suspend_for_external();
 }
 

@@ -1,6 +1,7 @@
 # apgas embedded in a project of its own (embed/CMakeLists.txt), from the source tree: configured
-# where GoogleTest, Google Benchmark, TBB, OpenMP, OpenSSL and Python cannot be found (apgas's
-# tests, benchmarks and apps would need them), with BUILD_TESTING on. Checks that the build has
+# where GoogleTest, Google Benchmark, TBB, OpenMP and Python cannot be found (apgas's tests,
+# benchmarks and apps would need them; OpenSSL's libcrypto the checkpoint library needs), with
+# BUILD_TESTING on. Checks that the build has
 # apgas's libraries and the project's program and nothing else of apgas (targets, ctest tests,
 # warning flags on the program, install rules unless APGAS_INSTALL is on, cpack); builds it and
 # runs the program at 1 and 2 places; installs it.
@@ -18,7 +19,7 @@ set(options)
 if(DEFINED APGAS_INSTALL)
   list(APPEND options "-DAPGAS_INSTALL=${APGAS_INSTALL}")
 endif()
-foreach(package GTest benchmark TBB OpenMP OpenSSL Python3)
+foreach(package GTest benchmark TBB OpenMP Python3)
   list(APPEND options "-DCMAKE_DISABLE_FIND_PACKAGE_${package}=ON")
 endforeach()
 

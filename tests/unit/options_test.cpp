@@ -2,6 +2,7 @@
 #include <apgas/exceptions.hpp>
 #include <apgas/options.hpp>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -154,6 +155,7 @@ std::string text_of(T value) {
   if constexpr (std::is_same_v<T, std::string>) return value.empty() ? "none" : value;
   else if constexpr (std::is_same_v<T, bool>) return value ? "yes" : "no";
   else if constexpr (std::is_same_v<T, apgas::policy>) return std::string(apgas::to_string(value));
+  else if constexpr (std::is_floating_point_v<T>) return fmt::format("{}", value); // as --help
   else return std::to_string(value);
 }
 

@@ -51,6 +51,8 @@ struct manifest {
   }
 };
 
+/// @brief Creates `dir` (and its parents) if needed. @throws checkpoint_error if it cannot.
+void prepare(const std::string& dir);
 /// @brief The number the next checkpoint in `dir` takes: one more than any there (complete or
 /// not), so that the newest is always the one with the highest number; 1 in a new directory.
 std::uint64_t next_sequence(const std::string& dir);

@@ -276,9 +276,14 @@ task<> checkpointer(std::uint64_t run, const checkpoint_plan& plan, const std::a
   apgas::detail::glb::alarm& alarm = apgas::detail::glb::checkpoint_alarm();
   typed_place<Bag>& here_part = typed_place<Bag>::of(run);
   checkpoint_pipeline line;
-  line.next = store::next_sequence(plan.dir);
   std::string error;
-  for (clock::time_point due = clock::now() + every;; due = clock::now() + every) {
+  try { // at once: a directory that cannot be made is told now, not after the first interval
+    store::prepare(plan.dir);
+    line.next = store::next_sequence(plan.dir);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  for (clock::time_point due = clock::now() + every; error.empty(); due = clock::now() + every) {
     co_await alarm.sleep_until(due);
     // acquire: pairs with the release of the work's end (work_then_wake).
     if (done.load(std::memory_order_acquire)) break;

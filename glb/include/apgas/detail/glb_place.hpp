@@ -189,8 +189,8 @@ public:
   }
   /// @brief co_await park(&bag): a working activity, between batches, waits with its bag until
   /// thaw() (at once if the place is not frozen any more).
-  class park_awaiter;
-  park_awaiter park(void* bag) noexcept;
+  class checkpoint_wait;
+  checkpoint_wait park(void* bag) noexcept;
   /// @brief Freezes the place: random steal requests are refused from now on (those waiting
   /// at once), and working activities park at their next batch boundary. Idempotent.
   void freeze();
@@ -202,8 +202,7 @@ public:
   void on_freeze();
   /// @brief co_await until_parked(): suspends until every working activity of the frozen
   /// place is parked, its thief's turn is over and it has started.
-  class parked_awaiter;
-  parked_awaiter until_parked() noexcept;
+  checkpoint_wait until_parked() noexcept;
   /// @brief What the place tells the checkpoint's coordinator (the counts since the run began).
   struct freeze_state {
     std::uint64_t lifeline_sent = 0;    ///< lifeline loot sent (counted asyncs)
@@ -253,6 +252,10 @@ private:
   promise_base* parked_waiter_locked() noexcept;
   bool parked_locked() const noexcept;
   void resume_waiter(promise_base* waiter);
+  /// park()'s suspension: keeps the caller and its bag until thaw(), unless thawed already.
+  std::coroutine_handle<> suspend_parked(std::coroutine_handle<> me, promise_base& p, void* bag);
+  /// until_parked()'s: keeps the caller until the place is parked, unless it is already.
+  std::coroutine_handle<> suspend_until_parked(std::coroutine_handle<> me, promise_base& p, void*);
 
   using clock = std::chrono::steady_clock;
 
@@ -334,43 +337,34 @@ inline place_base::steal_awaiter place_base::steal_from(place_id victim) noexcep
   return {*this, victim};
 }
 
-class place_base::park_awaiter {
+/// The awaiter of park() and until_parked(): the place's `Suspend` decides, under its lock,
+/// whether the caller waits (and where it is kept until resumed).
+class place_base::checkpoint_wait {
 public:
-  park_awaiter(place_base& place, void* bag) noexcept : m_place(place), m_bag(bag) {}
+  using suspend_fn = std::coroutine_handle<> (place_base::*)(std::coroutine_handle<>, promise_base&,
+                                                             void*);
+  checkpoint_wait(place_base& place, suspend_fn suspend, void* bag) noexcept
+      : m_place(place), m_suspend(suspend), m_bag(bag) {}
   bool await_ready() const noexcept { return false; }
   template <class P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> me) {
     require_apgas_caller<P>();
-    return suspend(me, me.promise());
+    return (m_place.*m_suspend)(me, me.promise(), m_bag);
   }
   void await_resume() const noexcept {}
 
 private:
-  std::coroutine_handle<> suspend(std::coroutine_handle<> me, promise_base& p);
   place_base& m_place;
+  suspend_fn m_suspend;
   void* m_bag;
 };
 
-inline place_base::park_awaiter place_base::park(void* bag) noexcept { return {*this, bag}; }
+inline place_base::checkpoint_wait place_base::park(void* bag) noexcept {
+  return {*this, &place_base::suspend_parked, bag};
+}
 
-class place_base::parked_awaiter {
-public:
-  explicit parked_awaiter(place_base& place) noexcept : m_place(place) {}
-  bool await_ready() const noexcept { return false; }
-  template <class P>
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> me) {
-    require_apgas_caller<P>();
-    return suspend(me, me.promise());
-  }
-  void await_resume() const noexcept {}
-
-private:
-  std::coroutine_handle<> suspend(std::coroutine_handle<> me, promise_base& p);
-  place_base& m_place;
-};
-
-inline place_base::parked_awaiter place_base::until_parked() noexcept {
-  return parked_awaiter{*this};
+inline place_base::checkpoint_wait place_base::until_parked() noexcept {
+  return {*this, &place_base::suspend_until_parked, nullptr};
 }
 
 /// @brief The module's run with this id at this place. pre: installed (the run's setup
