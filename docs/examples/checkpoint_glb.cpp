@@ -20,38 +20,40 @@ bool is_prime(std::uint64_t x) {
 // The numbers [first, last) whose primes are to be counted, as a stack of intervals.
 struct prime_bag {
   using result_type = std::uint64_t; // primes found so far
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> todo;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
 
   std::size_t process(std::size_t n, std::uint64_t& primes) {
     std::size_t done = 0;
-    for (; done < n && !todo.empty(); ++done) {
-      primes += is_prime(todo.back().first++) ? 1 : 0;
-      if (todo.back().first == todo.back().second) todo.pop_back();
+    for (; done < n && !ranges.empty(); ++done) {
+      primes += is_prime(ranges.back().first++) ? 1 : 0;
+      if (ranges.back().first == ranges.back().second) ranges.pop_back();
     }
     return done;
   }
   prime_bag split() {
     prime_bag half;
-    for (auto& [first, last] : todo)
-      if (last - first >= 2) half.todo.emplace_back(first + (last - first) / 2, last);
-    for (auto& [first, last] : todo)
+    for (auto& [first, last] : ranges)
+      if (last - first >= 2) half.ranges.emplace_back(first + (last - first) / 2, last);
+    for (auto& [first, last] : ranges)
       if (last - first >= 2) last = first + (last - first) / 2;
     return half;
   }
-  void merge(prime_bag&& other) { todo.insert(todo.end(), other.todo.begin(), other.todo.end()); }
-  bool empty() const { return todo.empty(); }
+  void merge(prime_bag&& other) {
+    ranges.insert(ranges.end(), other.ranges.begin(), other.ranges.end());
+  }
+  bool empty() const { return ranges.empty(); }
   static void reduce(std::uint64_t& into, const std::uint64_t& from) { into += from; }
   // What a checkpoint saves of the bag is what moves it between places: its serialization.
   template <class A>
   void serialize(A& a) {
-    a& todo;
+    a& ranges;
   }
 };
 
 struct make_bag { // not called when the run resumes: the bags come from the checkpoint
   prime_bag operator()(std::uint64_t n) const {
     prime_bag b;
-    if (apgas::here() == 0) b.todo.emplace_back(0, n);
+    if (apgas::here() == 0) b.ranges.emplace_back(0, n);
     return b;
   }
 };
