@@ -37,11 +37,23 @@ set(APGAS_MPI_TEST_ENVIRONMENT
   "OMPI_ALLOW_RUN_AS_ROOT=1"
   "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
 )
-# Open MPI dlclose()s its mca_*.so components in MPI_Finalize and they have no frame
-# pointers, so with ASan's fast unwinder their leaks show as `<unknown module>` and no
-# suppression can match. The slow unwinder reaches libmpi/libopen-rte frames, which
-# lsan.supp does match. MPI tests only: it slows every malloc.
-set(APGAS_MPI_ASAN_OPTIONS "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:fast_unwind_on_malloc=0")
+# Open MPI dlclose()s its mca_*.so components in MPI_Finalize, so LeakSanitizer (which reports
+# at exit) would show their leaks as `<unknown module>`, which no suppression matches. In the
+# ASan build the MPI tests preload keep_libraries_loaded.c (built in tests/, without sanitizer
+# flags), whose dlclose() does nothing; then lsan.supp matches the components by name and
+# ASan keeps its fast unwinder. verify_asan_link_order=0: the preloaded library comes before
+# the ASan runtime, which is harmless because it defines nothing ASan intercepts.
+set(APGAS_KEEP_LIBRARIES_LOADED "${PROJECT_BINARY_DIR}/cmake/libapgas_keep_libraries_loaded.so")
+set(APGAS_MPI_ASAN_OPTIONS "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0")
+# Jobs that start places on other (network namespace) nodes through apgasrun do not pass
+# LD_PRELOAD on: their places take ASan's slow unwinder instead, which reaches the frames of
+# libmpi that lsan.supp matches.
+set(APGAS_LAUNCH_ASAN_OPTIONS "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:fast_unwind_on_malloc=0")
+if(CMAKE_CXX_FLAGS MATCHES "-fsanitize=[a-z,]*address")
+  set(APGAS_MPI_ASAN_OPTIONS
+      "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:verify_asan_link_order=0"
+      "LD_PRELOAD=${APGAS_KEEP_LIBRARIES_LOADED}")
+endif()
 
 # Warnings for our own targets only (target-scoped, never global).
 function(apgas_set_warnings target)
