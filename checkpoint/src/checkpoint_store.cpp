@@ -213,6 +213,15 @@ part_record write_part(const std::string& dir, std::uint64_t seq, std::uint32_t 
   return part_record{bytes.size(), sha256_hex(bytes)};
 }
 
+void write_extra(const std::string& dir, std::uint64_t seq, const std::string& name,
+                 std::span<const std::byte> bytes) {
+  std::error_code ec;
+  fs::create_directories(partial_path(dir, seq), ec);
+  if (ec)
+    fail(fmt::format("checkpoint: cannot create {}: {}", partial_path(dir, seq), ec.message()));
+  write_file((fs::path(partial_path(dir, seq)) / name).string(), bytes);
+}
+
 void commit(const std::string& dir, const manifest& m) {
   const std::string partial = partial_path(dir, m.sequence);
   std::string text = manifest_body(m);

@@ -25,10 +25,20 @@
 /// finish per phase (--sync finish) place 0 starts each phase at every place with
 /// for_each_place; there the chunks run under a finish, and a team reduction brings the
 /// largest change to place 0.
+///
+/// Checkpoints (--checkpoint DIR --checkpoint-every S, --resume DIR) are of the job's first
+/// run: after phase t, the array that holds its values (t % 2) and the last change, saved by
+/// apgas::phase_checkpoint. With a clock, the phase's reduction also carries whether any place's
+/// interval has passed, so that every place saves after the same phase: chunk 0 of each place
+/// saves while the other chunks go on with the next phase, which only reads that array. With a
+/// finish, place 0 decides between two phases. A resume loads the array into the parts of
+/// this job's places and goes on with the next phase, to the same values as a run that was
+/// never stopped.
 #pragma once
 
 #include <apgas/clock.hpp>
 #include <apgas/dist_array.hpp>
+#include <apgas/phase_checkpoint.hpp>
 
 #include "apgas_apps/cli.hpp"
 #include "apgas_apps/phased.hpp"
@@ -38,6 +48,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -51,7 +62,7 @@ struct stencil_params {
   double epsilon = 0;
   std::uint64_t max_iterations = 0;
   std::uint32_t activities = 0;
-  std::uint32_t zero = 0; ///< fills what would be padding
+  std::uint32_t checkpointed = 0; ///< 1: this run saves checkpoints and resumes (the first)
 };
 
 /// @brief What the sequential loop gives: its phases and every value, in global order.
@@ -70,6 +81,8 @@ struct part {
   std::uint32_t chunks = 0;
   std::uint64_t iterations = 0; ///< phases run, once the run is over (place 0 at least)
   double change = 0;            ///< the largest change of the last phase
+  std::optional<apgas::phase_checkpoint> ck; ///< the checkpointed run's
+  std::uint64_t first_phase = 0;             ///< phases a resumed checkpoint had done
 
   /// Chunk c's local rows, [lo, hi).
   std::pair<std::size_t, std::size_t> chunk(std::uint32_t c) const {
@@ -81,7 +94,8 @@ struct part {
 template <class K>
 using part_handle = apgas::place_local<part<K>>;
 
-/// Makes this place's parts (collective) and fills the first phase's ghosts.
+/// Makes this place's parts (collective), loads a resumed checkpoint, and fills the first
+/// phase's ghosts.
 template <class K>
 struct setup {
   apgas::task<> operator()(part_handle<K> h, stencil_params prm) const {
@@ -89,9 +103,30 @@ struct setup {
     s.prm = prm;
     for (int i = 0; i < 2; ++i) s.a.push_back(co_await K::make(prm.n));
     s.chunks = static_cast<std::uint32_t>(std::min<std::size_t>(prm.activities, K::extent(s.a[0])));
-    co_await s.a[0].exchange_halo();
+    if (prm.checkpointed != 0) {
+      // Named, never temporaries inside a co_await (GCC 12 destroys those twice).
+      const apgas::team all = apgas::team::world();
+      const std::string program(K::k_name);
+      s.ck = co_await apgas::phase_checkpoint::make(all, program, prm.n, prm.epsilon,
+                                                    prm.max_iterations);
+      if (s.ck->resuming()) {
+        s.first_phase = s.ck->phase();
+        auto values = apgas::saved("values", s.a[s.first_phase % 2]);
+        auto change = apgas::saved("change", s.change);
+        co_await s.ck->load(values, change);
+      }
+    }
+    co_await s.a[s.first_phase % 2].exchange_halo();
   }
 };
+
+/// After phase t (the values in array t % 2): this place's part of the checkpoint.
+template <class K>
+apgas::task<> save_phase(part<K>& s, std::uint64_t t, double change) {
+  auto values = apgas::saved("values", s.a[t % 2]);
+  auto last = apgas::saved("change", change);
+  co_await s.ck->save(t, values, last);
+}
 
 /// Phase t of chunk c: its largest change. Chunk 0 starts with the part's end rows and their
 /// exchange, so that they leave before the bulk of the work; the last chunk leaves its last
@@ -116,16 +151,31 @@ apgas::task<double> chunk_step(part<K>& s, std::uint64_t t, std::uint32_t c) {
 
 // ---- with a clock ------------------------------------------------------------------------------
 
-/// One chunk's activity: every phase of the run.
+/// A phase's largest change, and whether a place's checkpoint interval has passed: what its
+/// clock reduces.
+struct phase_end {
+  double change = 0;
+  std::uint64_t checkpoint = 0;
+};
+struct phase_end_max {
+  phase_end operator()(const phase_end& a, const phase_end& b) const {
+    return {std::max(a.change, b.change), std::max(a.checkpoint, b.checkpoint)};
+  }
+};
+
+/// One chunk's activity: every phase of the run (after those a resumed checkpoint had done).
 template <class K>
 apgas::task<> chunk_phases(apgas::clock c, part_handle<K> h, std::uint32_t chunk) {
   part<K>& s = h.get();
-  for (std::uint64_t t = 1;; ++t) {
-    const double most = co_await c.advance(apgas::max, co_await chunk_step(s, t - 1, chunk));
-    if (most < s.prm.epsilon || t == s.prm.max_iterations) {
-      if (chunk == 0) s.iterations = t, s.change = most;
+  for (std::uint64_t t = s.first_phase + 1;; ++t) {
+    phase_end mine{co_await chunk_step(s, t - 1, chunk), 0};
+    if (chunk == 0 && s.ck && s.ck->interval_passed()) mine.checkpoint = 1;
+    const phase_end all = co_await c.advance(phase_end_max{}, mine);
+    if (all.change < s.prm.epsilon || t == s.prm.max_iterations) {
+      if (chunk == 0) s.iterations = t, s.change = all.change;
       co_return;
     }
+    if (chunk == 0 && all.checkpoint != 0) co_await save_phase(s, t, all.change);
   }
 }
 
@@ -171,12 +221,24 @@ struct place_phase {
   }
 };
 
+/// A checkpoint after phase t, at this place.
+template <class K>
+struct place_save {
+  apgas::task<> operator()(part_handle<K> h, std::uint64_t t, double change) const {
+    co_await save_phase(h.get(), t, change);
+  }
+};
+
 template <class K>
 apgas::task<> solve_finish(part_handle<K> h, const stencil_params& prm) {
   part<K>& s = h.get();
-  std::uint64_t t = 0;
-  do co_await apgas::for_each_place(place_phase<K>{}, h, t++);
-  while (s.change >= prm.epsilon && t < prm.max_iterations);
+  std::uint64_t t = s.first_phase;
+  for (;;) {
+    co_await apgas::for_each_place(place_phase<K>{}, h, t++);
+    if (s.change < prm.epsilon || t >= prm.max_iterations) break;
+    if (s.ck && s.ck->interval_passed())
+      co_await apgas::for_each_place(place_save<K>{}, h, t, s.change);
+  }
   s.iterations = t;
 }
 
@@ -186,10 +248,13 @@ struct run_result {
   double seconds = 0;
   std::uint64_t iterations = 0;
   double change = 0;
+  std::string resumed_from;      ///< the checkpoint resumed from, if any
+  std::uint64_t first_phase = 0; ///< the phases it had done
+  std::uint64_t checkpoints = 0; ///< checkpoints saved
 
   template <class A>
   void serialize(A& a) {
-    a& seconds& iterations& change;
+    a& seconds& iterations& change& resumed_from& first_phase& checkpoints;
   }
 };
 
@@ -205,7 +270,12 @@ apgas::task<run_result> run(stencil_params prm, bool clocked, apgas::signal sig,
   else co_await solve_finish<K>(h, prm);
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   const part<K>& s = h.get();
-  const run_result r{took.count(), s.iterations, s.change};
+  run_result r{took.count(), s.iterations, s.change};
+  if (s.ck) {
+    r.resumed_from = s.ck->resumed_path();
+    r.first_phase = s.first_phase;
+    r.checkpoints = s.ck->saved_count();
+  }
   *values = co_await K::values(s.a[s.iterations % 2], prm.n);
   co_await h.destroy(); // after every read of the arrays
   co_return r;
@@ -266,7 +336,9 @@ int stencil_main(int argc, char** argv) {
     std::vector<double> values;
     bool have_first = false;
     const auto run = [&](bool clocked) {
-      const sd::run_result got = rt.run(sd::run<K>(prm, clocked, signal, &values));
+      stencil_params this_run = prm;
+      this_run.checkpointed = have_first ? 0 : 1; // the job's first run only
+      const sd::run_result got = rt.run(sd::run<K>(this_run, clocked, signal, &values));
       if (!have_first) {
         first = got;
         first_values.swap(values);
@@ -293,12 +365,22 @@ int stencil_main(int argc, char** argv) {
     report_sync(r, times);
     r.result = first.iterations;
     r.verified = r.failure.empty();
-    r.work = work_amount{K::cells(prm.n) * static_cast<double>(first.iterations), "updates"};
+    // A resumed run did only the phases after its checkpoint: its rate counts those, and a
+    // speedup over the whole sequential loop would mean nothing.
+    const std::uint64_t phases_run = first.iterations - first.first_phase;
+    if (!first.resumed_from.empty()) r.seq_seconds.reset();
+    r.work = work_amount{K::cells(prm.n) * static_cast<double>(phases_run), "updates"};
     r.details.push_back(fmt::format("{} {} over {} place(s) x {} activities, {} phases, last "
                                     "change {:.3g} (epsilon {})",
                                     K::shape(prm.n), K::k_cell_plural, rt.places(), prm.activities,
                                     first.iterations, first.change, prm.epsilon));
+    if (!first.resumed_from.empty())
+      r.details.push_back(
+          fmt::format("resumed from {} after phase {}", first.resumed_from, first.first_phase));
+    if (first.checkpoints != 0)
+      r.details.push_back(fmt::format("{} checkpoint(s) saved", first.checkpoints));
     r.extra.add("n", prm.n).add("epsilon", prm.epsilon).add("activities", prm.activities);
+    r.extra.add("checkpoints", first.checkpoints).add("resumed_phase", first.first_phase);
     r.extra.add("iterations", first.iterations).add("last_change", first.change);
     r.extra.add("signal", signal == apgas::signal::lazy ? "lazy" : "eager");
     return r;

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <apgas/apgas.hpp>
+#include <apgas/phase_checkpoint.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +24,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace apgas_apps {
@@ -158,10 +160,13 @@ struct kmeans_outcome {
   double moved = 0;   ///< the largest move of the last iteration
   double sse = 0;     ///< the sum of squared distances of the last assignment
   double seconds = 0; ///< the iterations' time at this place (points made before it starts)
+  std::uint32_t first_iteration = 0; ///< iterations a resumed checkpoint had done
+  std::uint64_t checkpoints = 0;     ///< checkpoints saved
+  std::string resumed_from;          ///< the checkpoint resumed from, if any
 
   template <class A>
   void serialize(A& a) {
-    a& centroids& iterations& moved& sse& seconds;
+    a& centroids& iterations& moved& sse& seconds& first_iteration& checkpoints& resumed_from;
   }
 };
 
@@ -212,13 +217,25 @@ inline apgas::task<std::vector<float>> kmeans_make_points(kmeans_params p, apgas
 /// @brief Lloyd's loop over this place's `points` (its block), at every member of `t`
 /// together: each iteration an assignment in p.activities chunks under a finish and one
 /// allreduce. Called by one activity per member (it calls the team's collectives); `seconds`
-/// is the loop's time here, from a barrier on.
+/// is the loop's time here, from a barrier on. With `ck` (over `t`), the loop starts from its
+/// resumed checkpoint, if any, and saves the centroids after the iterations where ck.due()
+/// says so: the points are made again from the seed, on any number of places.
 inline apgas::task<kmeans_outcome> kmeans_lloyd(kmeans_params p, const std::vector<float>& points,
-                                                apgas::team t) {
+                                                apgas::team t,
+                                                apgas::phase_checkpoint* ck = nullptr) {
   using clock = std::chrono::steady_clock;
   const kmeans_chunks c(points.size() / p.dims, p.activities);
   kmeans_outcome out;
   out.centroids = kmeans_initial(p);
+  if (ck != nullptr && ck->resuming()) {
+    out.iterations = static_cast<std::uint32_t>(ck->phase());
+    out.first_iteration = out.iterations;
+    out.resumed_from = ck->resumed_path();
+    auto centroids = apgas::saved("centroids", out.centroids);
+    auto moved = apgas::saved("moved", out.moved);
+    auto sse = apgas::saved("sse", out.sse);
+    co_await ck->load(centroids, moved, sse);
+  }
   std::vector<float> as_float(out.centroids.begin(), out.centroids.end());
   const std::size_t size = kmeans_totals_size(p);
   // Each chunk sums into a row of its own, rows a whole number of cache lines apart: chunks
@@ -246,7 +263,14 @@ inline apgas::task<kmeans_outcome> kmeans_lloyd(kmeans_params p, const std::vect
     out.sse = totals.back();
     ++out.iterations;
     if (out.moved <= p.epsilon) break; // every place sees the same move: all stop together
+    if (ck != nullptr && out.iterations < p.max_iterations && co_await ck->due()) {
+      auto centroids = apgas::saved("centroids", out.centroids);
+      auto moved = apgas::saved("moved", out.moved);
+      auto sse = apgas::saved("sse", out.sse);
+      co_await ck->save(out.iterations, centroids, moved, sse);
+    }
   }
+  if (ck != nullptr) out.checkpoints = ck->saved_count();
   out.seconds = std::chrono::duration<double>(clock::now() - start).count();
   co_return out;
 }

@@ -38,7 +38,7 @@ struct part_record {
 
 /// @brief What a checkpoint is of (the manifest's fields).
 struct manifest {
-  std::string kind;          ///< "glb": which layer wrote it and reads it
+  std::string kind;          ///< "glb" or "phases": which layer wrote it and reads it
   std::string fingerprint;   ///< a digest of what the run computes (types and arguments)
   std::string describes;     ///< the same, for people: named in a refusal
   std::uint64_t ordinal = 0; ///< which run of its kind in the job (the first: 1)
@@ -61,6 +61,10 @@ std::uint64_t next_sequence(const std::string& dir);
 /// checkpoint_error.
 part_record write_part(const std::string& dir, std::uint64_t seq, std::uint32_t place,
                        std::span<const std::byte> bytes);
+/// @brief Writes a file of checkpoint `seq` that is no part: a view for people's tools,
+/// which a resume never reads (so the manifest does not check it). @throws checkpoint_error.
+void write_extra(const std::string& dir, std::uint64_t seq, const std::string& name,
+                 std::span<const std::byte> bytes);
 /// @brief Place 0, once every part is written: writes the manifest, renames the directory to
 /// its final name (the checkpoint is complete from here on), then removes the checkpoints,
 /// complete or not, of lower numbers. @throws checkpoint_error.
