@@ -137,7 +137,8 @@ task<bool> phase_checkpoint::write_and_commit(store::part_writer& part, const st
       const std::vector<std::byte> image = part.image();
       const store::part_record r = store::write_part(m_plan.dir, seq, m_members.rank(), image);
       mine.bytes = r.bytes;
-      std::memcpy(mine.sha256.data(), r.sha256.data(), std::min(r.sha256.size(), mine.sha256.size()));
+      std::memcpy(mine.sha256.data(), r.sha256.data(),
+                  std::min(r.sha256.size(), mine.sha256.size()));
     } catch (const std::exception& e) {
       failure = e.what();
     }
@@ -161,9 +162,9 @@ task<bool> phase_checkpoint::write_and_commit(store::part_writer& part, const st
     if (why.empty()) {
       try {
         const std::uint64_t phase = part.phase();
-        store::write_extra(m_plan.dir, seq, store::k_view_file,
-                           store::view_image(part.arrays(), m_members.size(), phase,
-                                             m_plan.describes));
+        store::write_extra(
+            m_plan.dir, seq, store::k_view_file,
+            store::view_image(part.arrays(), m_members.size(), phase, m_plan.describes));
         store::commit(m_plan.dir, m);
         committed = 1;
       } catch (const std::exception& e) {

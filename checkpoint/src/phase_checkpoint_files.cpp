@@ -32,8 +32,7 @@ public:
   handle(hid_t id, herr_t (*close)(hid_t), const char* what) : m_id(id), m_close(close) {
     if (id < 0) throw std::runtime_error(fmt::format("HDF5: {} failed", what));
   }
-  handle(handle&& o) noexcept
-      : m_id(std::exchange(o.m_id, H5I_INVALID_HID)), m_close(o.m_close) {}
+  handle(handle&& o) noexcept : m_id(std::exchange(o.m_id, H5I_INVALID_HID)), m_close(o.m_close) {}
   handle& operator=(handle&& o) noexcept {
     std::swap(m_id, o.m_id);
     std::swap(m_close, o.m_close);
@@ -71,22 +70,32 @@ private:
 
 hid_t native(element_type t) {
   switch (t) {
-  case element_type::i8: return H5T_NATIVE_INT8;
-  case element_type::u8: return H5T_NATIVE_UINT8;
-  case element_type::i16: return H5T_NATIVE_INT16;
-  case element_type::u16: return H5T_NATIVE_UINT16;
-  case element_type::i32: return H5T_NATIVE_INT32;
-  case element_type::u32: return H5T_NATIVE_UINT32;
-  case element_type::i64: return H5T_NATIVE_INT64;
-  case element_type::u64: return H5T_NATIVE_UINT64;
-  case element_type::f32: return H5T_NATIVE_FLOAT;
-  case element_type::f64: return H5T_NATIVE_DOUBLE;
+  case element_type::i8:
+    return H5T_NATIVE_INT8;
+  case element_type::u8:
+    return H5T_NATIVE_UINT8;
+  case element_type::i16:
+    return H5T_NATIVE_INT16;
+  case element_type::u16:
+    return H5T_NATIVE_UINT16;
+  case element_type::i32:
+    return H5T_NATIVE_INT32;
+  case element_type::u32:
+    return H5T_NATIVE_UINT32;
+  case element_type::i64:
+    return H5T_NATIVE_INT64;
+  case element_type::u64:
+    return H5T_NATIVE_UINT64;
+  case element_type::f32:
+    return H5T_NATIVE_FLOAT;
+  case element_type::f64:
+    return H5T_NATIVE_DOUBLE;
   }
   return H5T_NATIVE_DOUBLE;
 }
 std::size_t size_of(element_type t) { return H5Tget_size(native(t)); }
 const char* name_of(element_type t) {
-  constexpr const char* names[] = {"int8",   "uint8",  "int16", "uint16", "int32",
+  constexpr const char* names[] = {"int8",   "uint8", "int16",  "uint16", "int32",
                                    "uint32", "int64", "uint64", "float",  "double"};
   return names[static_cast<int>(t)];
 }
@@ -147,9 +156,12 @@ std::array<std::uint64_t, 4> encode(const distribution& d) {
 distribution decode(std::span<const std::uint64_t> v) {
   const auto parts = static_cast<std::uint32_t>(v[2]);
   switch (static_cast<distribution::kind>(v[0])) {
-  case distribution::kind::block: return distribution::block(v[1], parts);
-  case distribution::kind::cyclic: return distribution::cyclic(v[1], parts);
-  case distribution::kind::block_cyclic: return distribution::block_cyclic(v[1], parts, v[3]);
+  case distribution::kind::block:
+    return distribution::block(v[1], parts);
+  case distribution::kind::cyclic:
+    return distribution::cyclic(v[1], parts);
+  case distribution::kind::block_cyclic:
+    return distribution::block_cyclic(v[1], parts, v[3]);
   }
   throw std::runtime_error("an unknown distribution");
 }
@@ -187,9 +199,9 @@ part_writer::part_writer(const phase_plan& plan, std::uint64_t phase, std::uint3
   quiet_hdf5 q;
   m_file = std::make_unique<file>();
   m_file->fapl = memory_access();
-  m_file->f = handle(H5Fcreate(memory_name("part").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT,
-                               m_file->fapl.id()),
-                     H5Fclose, "H5Fcreate");
+  m_file->f =
+      handle(H5Fcreate(memory_name("part").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, m_file->fapl.id()),
+             H5Fclose, "H5Fcreate");
   const hid_t root = m_file->f.id();
   put_string(root, "apgas_program", plan.describes);
   put_string(root, "apgas_fingerprint", plan.fingerprint);
@@ -205,7 +217,8 @@ part_writer::~part_writer() {
 void part_writer::add_array(const std::string& name, const local_part& part) {
   for (const auto& [known, ignored] : m_arrays)
     if (known == name)
-      throw std::invalid_argument(fmt::format("apgas::phase_checkpoint::save: two arrays named '{}'", name));
+      throw std::invalid_argument(
+          fmt::format("apgas::phase_checkpoint::save: two arrays named '{}'", name));
   quiet_hdf5 q;
   // A 1D array's part is a 1D dataset, a 2D array's a 2D one.
   const hsize_t dims[2] = {part.n_rows, part.n_cols};
@@ -225,8 +238,8 @@ void part_writer::add_array(const std::string& name, const local_part& part) {
   }
   const std::array<std::uint64_t, 9> layout = [&] {
     const auto r = encode(part.rows), c = encode(part.cols);
-    return std::array<std::uint64_t, 9>{static_cast<std::uint64_t>(part.dims), r[0], r[1], r[2],
-                                        r[3], c[0], c[1], c[2], c[3]};
+    return std::array<std::uint64_t, 9>{
+        static_cast<std::uint64_t>(part.dims), r[0], r[1], r[2], r[3], c[0], c[1], c[2], c[3]};
   }();
   put_attribute(set.id(), "apgas_dims_rows_cols", H5T_STD_U64LE, layout);
   const std::array<std::uint64_t, 1> type{static_cast<std::uint64_t>(part.type)};
@@ -238,7 +251,8 @@ void part_writer::add_value(const std::string& name, std::span<const std::byte> 
   quiet_hdf5 q;
   const std::string set_name = "apgas_value:" + name;
   if (H5Lexists(m_file->f.id(), set_name.c_str(), H5P_DEFAULT) > 0)
-    throw std::invalid_argument(fmt::format("apgas::phase_checkpoint::save: two values named '{}'", name));
+    throw std::invalid_argument(
+        fmt::format("apgas::phase_checkpoint::save: two values named '{}'", name));
   const hsize_t n = bytes.size();
   handle space(n == 0 ? H5Screate(H5S_NULL) : H5Screate_simple(1, &n, nullptr), H5Sclose,
                "H5Screate");
@@ -265,8 +279,8 @@ std::vector<std::byte> view_image(const std::vector<std::pair<std::string, local
   // No newer file format asked for: a superblock of 1.10's format records that the file was
   // open for writing, and its image would then not open. A virtual dataset takes the newer
   // layout message it needs by itself.
-  handle f(H5Fcreate(memory_name("view").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id()),
-           H5Fclose, "H5Fcreate");
+  handle f(H5Fcreate(memory_name("view").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id()), H5Fclose,
+           "H5Fcreate");
   put_string(f.id(), "apgas_program", describes);
   const std::array<std::uint64_t, 2> what{phase, ranks};
   put_attribute(f.id(), "apgas_phase_parts", H5T_STD_U64LE, what);
@@ -280,9 +294,9 @@ std::vector<std::byte> view_image(const std::vector<std::pair<std::string, local
       const std::vector<run_of_blocks> row_runs = runs_of(part.rows, dims == 1 ? r : r / grid_cols);
       const std::vector<run_of_blocks> col_runs =
           dims == 1 ? std::vector<run_of_blocks>{{0, 1, 1, 1}} : runs_of(part.cols, r % grid_cols);
-      const hsize_t local[2] = {
-          dims == 1 ? part.rows.local_size(r) : part.rows.local_size(r / grid_cols),
-          dims == 1 ? 1 : part.cols.local_size(r % grid_cols)};
+      const hsize_t local[2] = {dims == 1 ? part.rows.local_size(r)
+                                          : part.rows.local_size(r / grid_cols),
+                                dims == 1 ? 1 : part.cols.local_size(r % grid_cols)};
       hsize_t local_row = 0;
       for (const run_of_blocks& rr : row_runs) {
         hsize_t local_col = 0;
@@ -358,8 +372,7 @@ resumed resumed::find(const phase_plan& plan) {
     r.phase = where[0];
     std::vector<std::string> names;
     hsize_t at = 0;
-    check(H5Literate(f.id(), H5_INDEX_NAME, H5_ITER_INC, &at, collect_name, &names),
-          "H5Literate");
+    check(H5Literate(f.id(), H5_INDEX_NAME, H5_ITER_INC, &at, collect_name, &names), "H5Literate");
     constexpr std::string_view prefix = "apgas_value:";
     for (const std::string& name : names) {
       if (name.rfind(prefix, 0) != 0) continue;
@@ -424,15 +437,14 @@ void part_cache::load_array(const std::string& name, const local_part& into, std
   {
     const opened& p0 = part(0);
     quiet_hdf5 q;
-    if (H5Lexists(p0.f.id(), name.c_str(), H5P_DEFAULT) <= 0)
-      throw refuse("is not in it");
+    if (H5Lexists(p0.f.id(), name.c_str(), H5P_DEFAULT) <= 0) throw refuse("is not in it");
     handle set(H5Dopen2(p0.f.id(), name.c_str(), H5P_DEFAULT), H5Dclose, "H5Dopen2");
     const std::vector<std::uint64_t> layout = get_attribute(set.id(), "apgas_dims_rows_cols");
     const std::vector<std::uint64_t> type = get_attribute(set.id(), "apgas_element_type");
     if (layout.size() != 9 || type.size() != 1) throw refuse("has no apgas layout");
     if (static_cast<int>(layout[0]) != into.dims)
-      throw refuse(fmt::format("has {} dimension(s), and the array loaded into has {}",
-                               layout[0], into.dims));
+      throw refuse(fmt::format("has {} dimension(s), and the array loaded into has {}", layout[0],
+                               into.dims));
     old_rows = decode(std::span(layout).subspan(1, 4));
     old_cols = decode(std::span(layout).subspan(5, 4));
     old_type = static_cast<element_type>(type[0]);
@@ -440,13 +452,13 @@ void part_cache::load_array(const std::string& name, const local_part& into, std
   if (old_type != into.type)
     throw refuse(fmt::format("holds {}, and the array loaded into holds {}", name_of(old_type),
                              name_of(into.type)));
-  if (old_rows.size() != into.rows.size() || (into.dims == 2 && old_cols.size() != into.cols.size()))
-    throw refuse(into.dims == 1
-                     ? fmt::format("has {} elements, and the array loaded into has {}",
-                                   old_rows.size(), into.rows.size())
-                     : fmt::format("is {} x {}, and the array loaded into is {} x {}",
-                                   old_rows.size(), old_cols.size(), into.rows.size(),
-                                   into.cols.size()));
+  if (old_rows.size() != into.rows.size() ||
+      (into.dims == 2 && old_cols.size() != into.cols.size()))
+    throw refuse(into.dims == 1 ? fmt::format("has {} elements, and the array loaded into has {}",
+                                              old_rows.size(), into.rows.size())
+                                : fmt::format("is {} x {}, and the array loaded into is {} x {}",
+                                              old_rows.size(), old_cols.size(), into.rows.size(),
+                                              into.cols.size()));
   const std::uint32_t old_grid_cols = into.dims == 1 ? 1 : old_cols.parts();
   const std::uint32_t new_grid_cols = into.dims == 1 ? 1 : into.cols.parts();
   const std::uint32_t my_row_part = rank / new_grid_cols, my_col_part = rank % new_grid_cols;

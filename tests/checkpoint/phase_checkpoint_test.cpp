@@ -45,9 +45,12 @@ std::int64_t value_2d(std::size_t i, std::size_t j) {
 
 distribution random_dist(std::mt19937_64& rng, std::size_t n, place_id parts) {
   switch (rng() % 3) {
-  case 0: return distribution::block(n, parts);
-  case 1: return distribution::cyclic(n, parts);
-  default: return distribution::block_cyclic(n, parts, 1 + rng() % 7);
+  case 0:
+    return distribution::block(n, parts);
+  case 1:
+    return distribution::cyclic(n, parts);
+  default:
+    return distribution::block_cyclic(n, parts, 1 + rng() % 7);
   }
 }
 /// A grid of `parts` parts (any factorisation) with random distributions per dimension;
@@ -69,8 +72,8 @@ std::uint64_t base_seed() {
 
 /// The directory of one case, the same at every place (the seed is broadcast first).
 std::string case_dir(std::uint64_t seed) {
-  return (fs::current_path() / ("phase_ck_" + std::to_string(apgas::places()) + "_" +
-                                std::to_string(seed)))
+  return (fs::current_path() /
+          ("phase_ck_" + std::to_string(apgas::places()) + "_" + std::to_string(seed)))
       .string();
 }
 
@@ -86,7 +89,8 @@ struct one_case {
         rng() % 2 == 0 && rows >= 2 * all.size() && cols >= 2 * all.size() && n >= 2 * all.size();
     const std::size_t g = ghosts ? 1 : 0;
     // Ghost regions need block distributions.
-    const distribution d_old = ghosts ? distribution::block(n, writers) : random_dist(rng, n, writers);
+    const distribution d_old =
+        ghosts ? distribution::block(n, writers) : random_dist(rng, n, writers);
     const distribution_2d d2_old = random_dist_2d(rng, rows, cols, writers, ghosts);
     const distribution d_new =
         ghosts ? distribution::block(n, all.size()) : random_dist(rng, n, all.size());
@@ -216,7 +220,8 @@ struct view_case {
       check(f >= 0, "the view opens");
       std::vector<double> av(n);
       const hid_t da = H5Dopen2(f, "a", H5P_DEFAULT);
-      check(da >= 0 && H5Dread(da, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, av.data()) >= 0,
+      check(da >= 0 &&
+                H5Dread(da, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, av.data()) >= 0,
             "the view's 1D array reads");
       for (std::size_t i = 0; i < n; ++i) check(av[i] == value_1d(i), "the view's 1D element");
       std::vector<std::int64_t> bv(rows * cols);

@@ -72,15 +72,27 @@ struct is_dist_array<dist_array_2d<T>> : std::true_type {};
 template <class T>
 local_part part_of(dist_array<T>& a) {
   const std::span<T> mine = a.local();
-  return {element_type_of<T>(), 1, a.dist(), distribution::block(1, 1),
-          mine.empty() ? nullptr : mine.data(), mine.size(), 1, 1};
+  return {element_type_of<T>(),
+          1,
+          a.dist(),
+          distribution::block(1, 1),
+          mine.empty() ? nullptr : mine.data(),
+          mine.size(),
+          1,
+          1};
 }
 /// @brief The local part of a 2D array (its rows stride() cells apart: the ghosts between).
 template <class T>
 local_part part_of(dist_array_2d<T>& a) {
   const bool empty = a.local_rows() == 0 || a.local_cols() == 0;
-  return {element_type_of<T>(), 2,           a.dist().rows,  a.dist().cols,
-          empty ? nullptr : &a(0, 0), a.local_rows(), a.local_cols(), a.stride()};
+  return {element_type_of<T>(),
+          2,
+          a.dist().rows,
+          a.dist().cols,
+          empty ? nullptr : &a(0, 0),
+          a.local_rows(),
+          a.local_cols(),
+          a.stride()};
 }
 
 } // namespace detail::checkpoint
@@ -149,13 +161,15 @@ public:
   std::string resumed_path() const { return m_resume ? m_resume->where.path : std::string(); }
   /// @brief Checkpoints committed by this object.
   std::uint64_t saved_count() const noexcept { return m_saved; }
+  /// @brief Seconds this member spent in save() (all of them), and in load().
+  double save_seconds() const noexcept { return m_save_seconds; }
+  double load_seconds() const noexcept { return m_load_seconds; }
 
   /// @brief True when saving and --checkpoint-every seconds have passed since this member's
   /// start or last save, by its own clock: for a program that decides at one place, or that
   /// reduces the answers itself (a clock's advance can carry them). Not collective.
   bool interval_passed() const noexcept {
-    return saving() &&
-           std::chrono::duration<double>(clock::now() - m_last).count() >= m_plan.every;
+    return saving() && std::chrono::duration<double>(clock::now() - m_last).count() >= m_plan.every;
   }
 
   /// @brief Collective: true when --checkpoint-every seconds have passed since the start or
@@ -177,6 +191,7 @@ public:
   template <class... X>
   APGAS_AWAIT_IT task<bool> save(std::uint64_t phase, detail::checkpoint::saved_ref<X>... fields) {
     if (!saving()) co_return false;
+    const clock::time_point start = clock::now();
     detail::checkpoint::part_writer part(m_plan, phase, m_members.rank(), m_members.size());
     std::string failure;
     try {
@@ -186,6 +201,7 @@ public:
     }
     const bool ok = co_await write_and_commit(part, failure);
     m_last = clock::now();
+    m_save_seconds += std::chrono::duration<double>(m_last - start).count();
     co_return ok;
   }
 
@@ -196,18 +212,21 @@ public:
   template <class... X>
   APGAS_AWAIT_IT task<> load(detail::checkpoint::saved_ref<X>... fields) {
     if (!m_resume) throw std::logic_error("apgas::phase_checkpoint::load: not resuming");
+    const clock::time_point start = clock::now();
     std::string failure;
     {
       detail::checkpoint::part_cache parts(*m_resume);
       try {
         (take(parts, fields), ...);
         // Every part is checked once, by some member, even one that no load reads.
-        if (!std::exchange(m_verified, true)) parts.verify_share(m_members.rank(), m_members.size());
+        if (!std::exchange(m_verified, true))
+          parts.verify_share(m_members.rank(), m_members.size());
       } catch (const std::exception& e) {
         failure = e.what();
       }
     }
     co_await agree(failure); // a part only some members read fails the load at every member
+    m_load_seconds += std::chrono::duration<double>(clock::now() - start).count();
   }
 
 private:
@@ -228,8 +247,8 @@ private:
   void add(detail::checkpoint::part_writer& part, detail::checkpoint::saved_ref<X>& f) {
     if constexpr (detail::checkpoint::is_dist_array<X>::value) {
       if (f.ref.members().places() != m_members.places())
-        throw std::invalid_argument("apgas::phase_checkpoint::save: array '" +
-                                    std::string(f.name) + "' is over another team");
+        throw std::invalid_argument("apgas::phase_checkpoint::save: array '" + std::string(f.name) +
+                                    "' is over another team");
       part.add_array(std::string(f.name), detail::checkpoint::part_of(f.ref));
     } else if (m_members.rank() == 0) {
       part.add_value(std::string(f.name), to_bytes(f.ref));
@@ -256,6 +275,8 @@ private:
   clock::time_point m_last;
   std::uint64_t m_saved = 0;
   bool m_verified = false; ///< every part of the resumed checkpoint checked
+  double m_save_seconds = 0;
+  double m_load_seconds = 0;
 };
 
 } // namespace apgas

@@ -114,8 +114,8 @@ enum class finish_pattern : std::uint8_t {
   X(bool, glb_tree, true, false, true, "--glb-tree", "APGAS_GLB_TREE", "yes|no",                   \
     "GLB: places without work at the start also wait on a tree (place h feeds 3h+1..3h+3)")        \
   X(std::string, checkpoint, "", "", "", "--checkpoint", "APGAS_CHECKPOINT", "DIR",                \
-    "GLB runs write a checkpoint into DIR (shared by all places) every --checkpoint-every "        \
-    "seconds; the newest complete one is kept")                                                    \
+    "GLB runs and phase_checkpoint write checkpoints into DIR (shared by all places) every "       \
+    "--checkpoint-every seconds; the newest complete one is kept")                                 \
   X(double, checkpoint_every, 60.0, 0.001, 1e7, "--checkpoint-every", "APGAS_CHECKPOINT_EVERY",    \
     "SECONDS", "seconds between two checkpoints (with --checkpoint)")                              \
   X(std::string, resume, "", "", "", "--resume", "APGAS_RESUME", "DIR",                            \

@@ -251,10 +251,13 @@ struct run_result {
   std::string resumed_from;      ///< the checkpoint resumed from, if any
   std::uint64_t first_phase = 0; ///< the phases it had done
   std::uint64_t checkpoints = 0; ///< checkpoints saved
+  double save_seconds = 0;       ///< place 0's time in them
+  double load_seconds = 0;       ///< place 0's time loading the resumed one
 
   template <class A>
   void serialize(A& a) {
-    a& seconds& iterations& change& resumed_from& first_phase& checkpoints;
+    a& seconds& iterations& change& resumed_from& first_phase& checkpoints& save_seconds&
+        load_seconds;
   }
 };
 
@@ -275,6 +278,8 @@ apgas::task<run_result> run(stencil_params prm, bool clocked, apgas::signal sig,
     r.resumed_from = s.ck->resumed_path();
     r.first_phase = s.first_phase;
     r.checkpoints = s.ck->saved_count();
+    r.save_seconds = s.ck->save_seconds();
+    r.load_seconds = s.ck->load_seconds();
   }
   *values = co_await K::values(s.a[s.iterations % 2], prm.n);
   co_await h.destroy(); // after every read of the arrays
@@ -381,6 +386,8 @@ int stencil_main(int argc, char** argv) {
       r.details.push_back(fmt::format("{} checkpoint(s) saved", first.checkpoints));
     r.extra.add("n", prm.n).add("epsilon", prm.epsilon).add("activities", prm.activities);
     r.extra.add("checkpoints", first.checkpoints).add("resumed_phase", first.first_phase);
+    r.extra.add("checkpoint_save_seconds", first.save_seconds)
+        .add("resume_load_seconds", first.load_seconds);
     r.extra.add("iterations", first.iterations).add("last_change", first.change);
     r.extra.add("signal", signal == apgas::signal::lazy ? "lazy" : "eager");
     return r;

@@ -40,7 +40,8 @@ enum class element_type : std::uint8_t { i8, u8, i16, u16, i32, u32, i64, u64, f
 
 template <class T>
 constexpr element_type element_type_of() {
-  static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, long double>,
+  static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool> &&
+                    !std::is_same_v<T, long double>,
                 "apgas::saved: an array in a checkpoint must hold numbers (integers, float or "
                 "double), which HDF5 and users' tools can read");
   if constexpr (std::is_floating_point_v<T>)
@@ -51,17 +52,16 @@ constexpr element_type element_type_of() {
     return std::is_signed_v<T> ? element_type::i16 : element_type::u16;
   else if constexpr (sizeof(T) == 4)
     return std::is_signed_v<T> ? element_type::i32 : element_type::u32;
-  else
-    return std::is_signed_v<T> ? element_type::i64 : element_type::u64;
+  else return std::is_signed_v<T> ? element_type::i64 : element_type::u64;
 }
 
 /// @brief One member's part of an array: rows x cols elements, row-major, `stride` elements
 /// from one row's start to the next's (1D arrays: one row). `data` is null when it is empty.
 struct local_part {
   element_type type;
-  int dims;                 ///< 1 or 2
-  distribution rows;        ///< 1D: the array's distribution
-  distribution cols;        ///< 1D: one column
+  int dims;          ///< 1 or 2
+  distribution rows; ///< 1D: the array's distribution
+  distribution cols; ///< 1D: one column
   void* data;
   std::size_t n_rows;
   std::size_t n_cols;
@@ -99,8 +99,7 @@ struct resumed {
 /// @brief This member's HDF5 file of one checkpoint, built in memory.
 class part_writer {
 public:
-  part_writer(const phase_plan& plan, std::uint64_t phase, std::uint32_t rank,
-              std::uint32_t ranks);
+  part_writer(const phase_plan& plan, std::uint64_t phase, std::uint32_t rank, std::uint32_t ranks);
   ~part_writer();
   part_writer(const part_writer&) = delete;
   part_writer& operator=(const part_writer&) = delete;
