@@ -46,8 +46,8 @@ set(APGAS_MPI_TEST_ENVIRONMENT
 set(APGAS_KEEP_LIBRARIES_LOADED "${PROJECT_BINARY_DIR}/cmake/libapgas_keep_libraries_loaded.so")
 set(APGAS_MPI_ASAN_OPTIONS "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0")
 # Jobs that start places on other (network namespace) nodes through apgasrun do not pass
-# LD_PRELOAD on: their places take ASan's slow unwinder instead, which reaches the frames of
-# libmpi that lsan.supp matches.
+# LD_PRELOAD on (and mpi_session, see tests/places/mpi): those take ASan's slow unwinder
+# instead, which reaches the frames of libmpi that lsan.supp matches.
 set(APGAS_LAUNCH_ASAN_OPTIONS "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:fast_unwind_on_malloc=0")
 if(CMAKE_CXX_FLAGS MATCHES "-fsanitize=[a-z,]*address")
   set(APGAS_MPI_ASAN_OPTIONS

@@ -13,8 +13,8 @@
 
 using apgas::task;
 
-constexpr std::size_t k_n = 100'000;
-constexpr std::uint64_t k_phases = 3000;
+constexpr std::size_t k_n = 20'000;
+constexpr std::uint64_t k_phases = 1000;
 
 struct smooth { // one activity at every place
   task<double> operator()() const {
