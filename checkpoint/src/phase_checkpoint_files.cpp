@@ -375,8 +375,16 @@ resumed resumed::find(const phase_plan& plan) {
     check(H5Literate(f.id(), H5_INDEX_NAME, H5_ITER_INC, &at, collect_name, &names), "H5Literate");
     constexpr std::string_view prefix = "apgas_value:";
     for (const std::string& name : names) {
-      if (name.rfind(prefix, 0) != 0) continue;
       handle set(H5Dopen2(f.id(), name.c_str(), H5P_DEFAULT), H5Dclose, "H5Dopen2");
+      if (name.rfind(prefix, 0) != 0) { // an array: its layout, for every member's loads
+        std::vector<std::uint64_t> layout = get_attribute(set.id(), "apgas_dims_rows_cols");
+        const std::vector<std::uint64_t> type = get_attribute(set.id(), "apgas_element_type");
+        if (layout.size() != 9 || type.size() != 1)
+          throw std::runtime_error("array " + name + " has no apgas layout");
+        layout.push_back(type[0]);
+        r.layouts.emplace(name, std::move(layout));
+        continue;
+      }
       handle space(H5Dget_space(set.id()), H5Sclose, "H5Dget_space");
       const hssize_t n = std::max<hssize_t>(H5Sget_simple_extent_npoints(space.id()), 0);
       std::vector<std::byte> value(static_cast<std::size_t>(n));
@@ -431,24 +439,16 @@ void part_cache::load_array(const std::string& name, const local_part& into, std
   const auto refuse = [&](const std::string& why) -> checkpoint_error {
     return checkpoint_error(fmt::format("checkpoint {}: array '{}' {}", path, name, why));
   };
-  // The old layout, from part 0 (every part has it).
-  distribution old_rows, old_cols;
-  element_type old_type{};
-  {
-    const opened& p0 = part(0);
-    quiet_hdf5 q;
-    if (H5Lexists(p0.f.id(), name.c_str(), H5P_DEFAULT) <= 0) throw refuse("is not in it");
-    handle set(H5Dopen2(p0.f.id(), name.c_str(), H5P_DEFAULT), H5Dclose, "H5Dopen2");
-    const std::vector<std::uint64_t> layout = get_attribute(set.id(), "apgas_dims_rows_cols");
-    const std::vector<std::uint64_t> type = get_attribute(set.id(), "apgas_element_type");
-    if (layout.size() != 9 || type.size() != 1) throw refuse("has no apgas layout");
-    if (static_cast<int>(layout[0]) != into.dims)
-      throw refuse(fmt::format("has {} dimension(s), and the array loaded into has {}", layout[0],
-                               into.dims));
-    old_rows = decode(std::span(layout).subspan(1, 4));
-    old_cols = decode(std::span(layout).subspan(5, 4));
-    old_type = static_cast<element_type>(type[0]);
-  }
+  // The old layout, as rank 0 read it from part 0 (no member reads part 0 for it).
+  const auto found = m_from.layouts.find(name);
+  if (found == m_from.layouts.end()) throw refuse("is not in it");
+  const std::vector<std::uint64_t>& layout = found->second; // dims, rows, cols, element type
+  if (static_cast<int>(layout[0]) != into.dims)
+    throw refuse(
+        fmt::format("has {} dimension(s), and the array loaded into has {}", layout[0], into.dims));
+  const distribution old_rows = decode(std::span(layout).subspan(1, 4));
+  const distribution old_cols = decode(std::span(layout).subspan(5, 4));
+  const auto old_type = static_cast<element_type>(layout[9]);
   if (old_type != into.type)
     throw refuse(fmt::format("holds {}, and the array loaded into holds {}", name_of(old_type),
                              name_of(into.type)));

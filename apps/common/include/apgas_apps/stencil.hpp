@@ -273,7 +273,10 @@ apgas::task<run_result> run(stencil_params prm, bool clocked, apgas::signal sig,
   else co_await solve_finish<K>(h, prm);
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   const part<K>& s = h.get();
-  run_result r{took.count(), s.iterations, s.change};
+  run_result r;
+  r.seconds = took.count();
+  r.iterations = s.iterations;
+  r.change = s.change;
   if (s.ck) {
     r.resumed_from = s.ck->resumed_path();
     r.first_phase = s.first_phase;

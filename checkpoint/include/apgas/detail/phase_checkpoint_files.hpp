@@ -85,9 +85,12 @@ struct resumed {
   found where; ///< the checkpoint's directory and manifest
   std::uint64_t phase = 0;
   std::map<std::string, std::vector<std::byte>> values;
+  /// Each array's dimensions, row and column distributions (kind, size, parts, block) and
+  /// element type, as part 0 records them.
+  std::map<std::string, std::vector<std::uint64_t>> layouts;
   template <class A>
   void serialize(A& a) {
-    a& where& phase& values;
+    a& where& phase& values& layouts;
   }
   /// @throws checkpoint_error if the checkpoint holds no value `name`.
   const std::vector<std::byte>& value(const std::string& name) const;
