@@ -27,11 +27,15 @@ namespace apgas {
 namespace detail {
 
 clock make_clock_awaiter::await_resume() {
-  clock_proxy& px = clock_protocol::current().make_clock(m_signal);
+  // Phases count up from here without wrapping (2^63 leaves room for any run's advances).
+  if (m_first_phase == 0 || m_first_phase > (std::uint64_t{1} << 63)) [[unlikely]]
+    throw clock_use_exception("apgas: clock::make(s, first_phase) with first_phase " +
+                              std::to_string(m_first_phase) + ": phases count from 1 to 2^63");
+  clock_proxy& px = clock_protocol::current().make_clock(m_signal, m_first_phase);
   px.register_maker();
   clock c;
   c.m_proxy = &px; // make_clock retained it once, for this registration
-  c.m_phase = 1;
+  c.m_phase = m_first_phase;
   c.m_signal = m_signal;
   c.m_finish = m_finish;
   c.m_owner.store(&activity_of(*m_frame), std::memory_order_relaxed);
@@ -63,7 +67,10 @@ void check_not_in_atomic(const char* operation) {
 
 } // namespace detail
 
-detail::make_clock_awaiter clock::make(signal s) { return detail::make_clock_awaiter(s); }
+detail::make_clock_awaiter clock::make(signal s) { return detail::make_clock_awaiter(s, 1); }
+detail::make_clock_awaiter clock::make(signal s, std::uint64_t first_phase) {
+  return detail::make_clock_awaiter(s, first_phase);
+}
 
 clock::clock(clock&& other) noexcept
     : m_proxy(std::exchange(other.m_proxy, nullptr)), m_phase(other.m_phase),

@@ -119,10 +119,10 @@ clock_protocol& clock_protocol::current() {
 
 // ---- the table -------------------------------------------------------------------------------
 
-clock_proxy& clock_protocol::make_clock(signal s) {
+clock_proxy& clock_protocol::make_clock(signal s, std::uint64_t first_phase) {
   // relaxed: only uniqueness of the serial matters.
   const clock_id id{m_here, m_next_serial.fetch_add(1, std::memory_order_relaxed)};
-  auto* px = new clock_proxy(*this, id, 1, s, std::nullopt);
+  auto* px = new clock_proxy(*this, id, first_phase, s, std::nullopt);
   px->retain();
   {
     std::lock_guard guard(m_table_mutex); // the dump lists it; reports find it once it leaves

@@ -66,8 +66,9 @@ public:
   bool all_to_all() const noexcept { return m_all_to_all; }
   clock_counters& counters() noexcept { return m_counters; }
 
-  /// @brief A new clock homed here, local until it first leaves (retained once).
-  clock_proxy& make_clock(signal s);
+  /// @brief A new clock homed here, in phase `first_phase`, local until it first leaves
+  /// (retained once).
+  clock_proxy& make_clock(signal s, std::uint64_t first_phase);
   /// @brief The proxy here of a token's clock (created if needed), retained once.
   clock_proxy& adopt(const clock_token& t);
   /// @brief Frees the proxy of `id` if nothing refers to it and it owes nothing (called when

@@ -267,6 +267,49 @@ TEST(clock, activities_at_every_place_move_in_lock_step) {
   EXPECT_EQ(passed, 3L * g_rt->places());
 }
 
+TEST(clock, a_clock_made_at_a_later_phase_numbers_its_phases_from_there) {
+  // As a program resumed after phase 41 does: every activity, at every place, sees phases 42
+  // on, and each phase's reduction is of that phase's contributions only.
+  constexpr std::uint64_t k_first = 42;
+  constexpr long k_steps = 6;
+  const long sum = g_rt->run([]() -> task<long> {
+    long total = 0;
+    co_await apgas::finish([&]() -> task<> {
+      clock c = co_await clock::make(apgas::signal::lazy, k_first);
+      if (c.phase() != k_first) throw std::runtime_error("the maker is not in the first phase");
+      for (place_id p = 0; p < apgas::places(); ++p)
+        co_await apgas::async_at(p, apgas::clocked(c), [](clock mine) -> task<> {
+          for (long step = 0; step < k_steps; ++step) {
+            const std::uint64_t phase = mine.phase();
+            if (phase != k_first + static_cast<std::uint64_t>(step))
+              throw std::runtime_error("phase " + std::to_string(phase) + " at step " +
+                                       std::to_string(step));
+            const auto all = co_await mine.advance(apgas::sum, phase);
+            if (all != phase * apgas::places()) throw std::runtime_error("a phase's sum is off");
+          }
+        });
+      for (long step = 0; step < k_steps; ++step) {
+        co_await c.advance();
+        total += static_cast<long>(c.phase());
+      }
+    });
+    co_return total;
+  });
+  // The maker's phases after each advance: 43 to 48.
+  EXPECT_EQ(sum, 43L + 44 + 45 + 46 + 47 + 48);
+}
+
+TEST(clock, a_first_phase_out_of_range_throws) {
+  EXPECT_NE(clock_error_of([]() -> task<> {
+              clock c = co_await clock::make(apgas::signal::eager, 0);
+            }).find("first_phase 0: phases count from 1 to 2^63"),
+            std::string::npos);
+  EXPECT_NE(clock_error_of([]() -> task<> {
+              clock c = co_await clock::make(apgas::signal::lazy, (std::uint64_t{1} << 63) + 1);
+            }).find("phases count from 1 to 2^63"),
+            std::string::npos);
+}
+
 TEST(clock, a_clock_whose_activities_live_only_away_from_its_home) {
   const long sum = g_rt->run([]() -> task<long> {
     const place_id n = apgas::places();

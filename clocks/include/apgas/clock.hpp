@@ -93,6 +93,11 @@ public:
   /// @brief A new clock with the awaiting activity registered on it, in phase 1:
   /// `apgas::clock c = co_await apgas::clock::make();`. `s` is its advances' default wait.
   APGAS_AWAIT_IT static detail::make_clock_awaiter make(signal s = signal::lazy);
+  /// @brief A new clock whose first phase is `first_phase` (1 to 2^63): a program resumed
+  /// from a checkpoint taken after phase t goes on with `make(s, t + 1)`, so that phase()
+  /// numbers its phases as the interrupted run did. @throws clock_use_exception (at the
+  /// co_await) if `first_phase` is 0 or above 2^63.
+  APGAS_AWAIT_IT static detail::make_clock_awaiter make(signal s, std::uint64_t first_phase);
 
   /// @brief No registration (a dropped clock).
   clock() noexcept = default;

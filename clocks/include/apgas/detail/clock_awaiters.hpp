@@ -44,7 +44,8 @@ struct clock_waiter {
 /// @brief co_await clock::make(): learns the maker's finish without suspending.
 class make_clock_awaiter {
 public:
-  explicit make_clock_awaiter(signal s) noexcept : m_signal(s) {}
+  make_clock_awaiter(signal s, std::uint64_t first_phase) noexcept
+      : m_signal(s), m_first_phase(first_phase) {}
   bool await_ready() const noexcept { return false; }
   template <class P>
   bool await_suspend(std::coroutine_handle<P> caller) noexcept {
@@ -57,6 +58,7 @@ public:
 
 private:
   signal m_signal;
+  std::uint64_t m_first_phase;
   const finish_state* m_finish = nullptr;
   const promise_base* m_frame = nullptr;
 };
