@@ -1,13 +1,16 @@
 // The checkpoint directory (apgas/detail/checkpoint_store.hpp): what a commit leaves, which
 // checkpoint a resume takes, and that every damage is refused with a line that says what.
 #include <apgas/detail/checkpoint_store.hpp>
+#include <apgas/serialization.hpp>
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -135,6 +138,43 @@ TEST_F(checkpoint_store, a_damaged_or_foreign_manifest_is_refused) {
   EXPECT_NE(refusal().find("not an apgas checkpoint"), std::string::npos) << refusal();
   fs::remove(manifest);
   EXPECT_NE(refusal().find("its manifest is missing"), std::string::npos) << refusal();
+}
+
+} // namespace
+
+namespace {
+
+/// A run's parameters with padding after `type` and after `depth` (as apps' flags often are).
+struct padded_params {
+  char type;
+  double b0;
+  std::int32_t depth;
+  long double scale; // x86-64: 6 bytes of padding inside the value too
+};
+static_assert(!std::has_unique_object_representations_v<padded_params>);
+
+/// `p` built in storage filled with `fill` first (stack garbage, as a user's variable has).
+std::vector<std::byte> identity_of(const padded_params& p, unsigned char fill) {
+  alignas(padded_params) unsigned char storage[sizeof(padded_params)];
+  std::memset(storage, fill, sizeof storage);
+  auto* q = new (storage) padded_params;
+  q->type = p.type, q->b0 = p.b0, q->depth = p.depth, q->scale = p.scale;
+  std::vector<std::byte> out;
+  apgas::byte_writer w(out);
+  apgas::detail::serialize_identity_all(w, std::string("uts"), *q, 7);
+  return out;
+}
+
+TEST(checkpoint_identity, equal_parameters_give_equal_bytes_whatever_their_padding_holds) {
+  const padded_params p{'g', 4.0, 13, 2.5L};
+  EXPECT_EQ(identity_of(p, 0x00), identity_of(p, 0xff));
+  EXPECT_EQ(identity_of(p, 0x5a), identity_of(p, 0xa5));
+  padded_params other = p;
+  other.depth = 14;
+  EXPECT_NE(identity_of(p, 0x00), identity_of(other, 0x00));
+  other = p;
+  other.scale = 2.25L;
+  EXPECT_NE(identity_of(p, 0xff), identity_of(other, 0xff));
 }
 
 } // namespace

@@ -141,7 +141,7 @@ public:
                   "make the fingerprint a resume checks)");
     std::vector<std::byte> args;
     byte_writer w(args);
-    serialize_all(w, parameters...);
+    detail::serialize_identity_all(w, parameters...);
     phase_checkpoint c(std::move(members), detail::checkpoint::phase_plan::make(
                                                std::move(settings), std::move(program), args));
     co_await c.start();

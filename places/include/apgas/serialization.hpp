@@ -45,7 +45,9 @@
 #include "apgas/detail/serialization_traits.hpp"
 
 #include <cstddef>
+#include <cstring>
 #include <exception>
+#include <new>
 #include <span>
 #include <tuple>
 #include <type_traits>
@@ -105,6 +107,34 @@ void serialize_all(byte_writer& w, const Args&... args) {
   if constexpr ((serializable<Args> && ...))
     (detail::write_value<std::remove_cv_t<Args>>(w, args), ...);
 }
+
+namespace detail {
+/// @brief serialize_all with the padding bytes of trivially copyable arguments written as
+/// zeros: the bytes that identify a run's parameters (a checkpoint's fingerprint). C++ leaves
+/// padding unspecified, so two copies of equal parameters can differ there, and a run resumed
+/// with the same parameters would be refused. (Padding inside a container's elements is still
+/// written as it is.)
+template <class... Args>
+void serialize_identity_all(byte_writer& w, const Args&... args) {
+  (diagnose<Args>(), ...);
+  if constexpr ((serializable<Args> && ...)) {
+    const auto one = [&w]<class T>(const T& value) {
+      if constexpr (bitwise_copyable<T>) {
+        alignas(T) std::byte copy[sizeof(T)];
+        std::memcpy(copy, &value, sizeof(T)); // makes a T there (trivially copyable)
+        T* const cleared = std::launder(reinterpret_cast<T*>(copy));
+#if defined(__has_builtin) && __has_builtin(__builtin_clear_padding) // GCC 11, Clang 16
+        __builtin_clear_padding(cleared);
+#endif
+        write_value<std::remove_cv_t<T>>(w, *cleared);
+      } else {
+        write_value<std::remove_cv_t<T>>(w, value);
+      }
+    };
+    (one(args), ...);
+  }
+}
+} // namespace detail
 
 /// @brief Reads what serialize_all(w, Args...) wrote, in order.
 /// @throws serialization_error on truncated or corrupt input.

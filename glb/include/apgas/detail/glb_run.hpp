@@ -120,9 +120,10 @@ task<outcome<result_of_t<Make, Args...>>> run_with_stats(parameters p, Make, Arg
   using result_type = typename Bag::result_type;
   const std::uint64_t run = detail::next_run_id();
   p = p.resolved(places());
-  // What the run is, for its checkpoints: its types and its arguments, serialized.
+  // What the run is, for its checkpoints: its types and its arguments, serialized (padding
+  // as zeros).
   byte_writer arg_bytes;
-  serialize_all(arg_bytes, args...);
+  apgas::detail::serialize_identity_all(arg_bytes, args...);
   const detail::checkpoint_plan plan = detail::plan_checkpoints(
       p, run & detail::k_run_count_mask,
       detail::type_name(typeid(Bag)) + " made by " + detail::type_name(typeid(Make)),
