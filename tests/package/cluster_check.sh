@@ -10,9 +10,10 @@
 #                    cores / 2 threads (PROGRAM: hello_places)
 #   node_dies        the places of one node are killed mid-run (PROGRAM: a long fib): the job
 #                    ends, and mpiexec names the node
-#   node_dies_resume PROGRAM (uts, then its tree's flags) on 3 nodes x 2 places writes a
-#                    checkpoint every 0.5 s; node3's places are killed once one is complete;
-#                    the job ends naming node3, and a resume on 4 places verifies the tree
+#   node_dies_resume PROGRAM (an app that checks its result, then its flags) on 3 nodes x 2
+#                    places writes a checkpoint every 0.5 s (with --no-seq); node3's places
+#                    are killed once one is complete; the job ends naming node3, and a resume
+#                    on 4 places (with the flags alone) must print "verified"
 #   different_build  one node has OTHER_BUILD at PROGRAM's path (PROGRAM: job_end): refused
 #   unreachable      the hostfile names an address that never answers ssh: the job ends
 #                    within 15 s naming it (PROGRAM: hello_places)
@@ -25,7 +26,7 @@
 set -euo pipefail
 
 usage() {
-  printf 'usage: %s hello|environment|node_dies|node_dies_resume|different_build|unreachable|stopped PROGRAM [OTHER_BUILD | TREE...]\n' \
+  printf 'usage: %s hello|environment|node_dies|node_dies_resume|different_build|unreachable|stopped PROGRAM [OTHER_BUILD | FLAGS...]\n' \
     "${0##*/}" >&2
   exit 2
 }
@@ -254,7 +255,7 @@ case "$case_name" in
     ((rc != 0)) || fail "exit code 0, expected a failure"
     expect_output "process rank [45] with PID [0-9]+ on node node3 exited on signal 9"
     expect_nodes_empty
-    job 600 "$root/launch/apgasrun" -n 4 "$program" "${program_args[@]}" --no-seq --resume "$ckpt"
+    job 600 "$root/launch/apgasrun" -n 4 "$program" "${program_args[@]}" --resume "$ckpt"
     ((rc == 0)) || fail "the resume on 4 places exited $rc"
     expect_output "resumed from $ckpt/ckpt-[0-9]+"
     expect_output " verified "

@@ -10,6 +10,7 @@ set(prefix "${WORK}/prefix")
 
 include("${CMAKE_CURRENT_LIST_DIR}/check_steps.cmake")
 
+string(TOUPPER "${BUILD_TYPE}" build_type)
 file(REMOVE_RECURSE "${WORK}")
 step("cmake --install" ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
 foreach(file lib/cmake/apgas/apgasConfig.cmake lib/cmake/apgas/apgasConfigVersion.cmake
@@ -29,7 +30,8 @@ endif()
 step("configure docs/examples against the installed apgas"
      ${CMAKE_COMMAND} -S "${SOURCE_DIR}/docs/examples" -B "${WORK}/examples" -G "${GENERATOR}"
      "-DCMAKE_CXX_COMPILER=${CXX}" "-DCMAKE_BUILD_TYPE=${BUILD_TYPE}"
-     "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${LINKER_FLAGS}"
+     "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_CXX_FLAGS_${build_type}=-O0"
+     "-DCMAKE_EXE_LINKER_FLAGS=${LINKER_FLAGS}"
      "-DCMAKE_PREFIX_PATH=${prefix}")
 step("build docs/examples" ${CMAKE_COMMAND} --build "${WORK}/examples")
 set(bin "${WORK}/examples")
