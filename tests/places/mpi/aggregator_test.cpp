@@ -2,7 +2,8 @@
 // place): every update runs once at its target's place under the owner's finish, whatever the
 // buffer size and wherever it was pushed from; flush and destruction send what is left; a
 // failing update fails alone; a null target is refused; batches, not updates, are the
-// activities sent.
+// activities sent; the updates at one place run one at a time (a plain hash table needs no
+// lock: TSan checks it).
 #include <apgas/apgas.hpp>
 
 #include "../../places_test_main.hpp"
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 using apgas::finish;
@@ -323,6 +325,73 @@ TEST(aggregator, updates_pushed_in_a_nested_finish_belong_to_the_owners_finish) 
   });
   EXPECT_EQ(t.count, 100U);
   EXPECT_EQ(t.sum, sum_to(100));
+}
+
+/// A word count's table at one place: a plain hash table, with no lock and no atomics.
+struct word_table {
+  std::unordered_map<std::uint64_t, std::uint64_t> counts;
+  std::atomic<int> running{0}; ///< count_word calls under way here: must never exceed 1
+};
+word_table g_words;
+
+struct count_word {
+  void operator()(word_table& t, std::uint64_t word) const {
+    if (t.running.fetch_add(1, std::memory_order_relaxed) != 0)
+      throw std::logic_error("two updates ran at once at one place");
+    ++t.counts[word];
+    t.running.fetch_sub(1, std::memory_order_relaxed);
+  }
+};
+
+/// This place's table, emptied: its number of distinct words and the sum of their counts.
+struct take_words {
+  std::pair<std::uint64_t, std::uint64_t> operator()() const {
+    std::uint64_t total = 0;
+    for (const auto& [word, n] : g_words.counts) total += n;
+    const std::uint64_t distinct = g_words.counts.size();
+    g_words.counts.clear();
+    return {distinct, total};
+  }
+};
+
+TEST(aggregator, updates_at_one_place_run_one_at_a_time) {
+  // Every place runs 8 activities, each with an aggregator of small buffers, counting words
+  // 0..k_words-1 (word w belongs to place w % places) while the place's other activities run.
+  constexpr std::uint64_t k_words = 5000;
+  constexpr std::uint64_t k_per_activity = 20'000;
+  constexpr int k_activities = 8;
+  const auto [distinct, total] = g_rt->run([]() -> task<std::pair<std::uint64_t, std::uint64_t>> {
+    std::vector<global_ref<word_table>> tables;
+    for (place_id p = 0; p < apgas::places(); ++p)
+      tables.push_back(co_await apgas::at(p, [] { return global_ref<word_table>(g_words); }));
+    co_await apgas::for_each_place(
+        [](std::vector<global_ref<word_table>> to) -> task<> {
+          co_await apgas::finish([&]() -> task<> {
+            for (int a = 0; a < k_activities; ++a)
+              co_await apgas::async(
+                  [](std::vector<global_ref<word_table>> refs, int seed) -> task<> {
+                    auto agg =
+                        co_await apgas::make_aggregator<count_word, word_table, std::uint64_t>(256);
+                    std::uint64_t x = static_cast<std::uint64_t>(seed) * 2654435761ULL + 1;
+                    for (std::uint64_t i = 0; i < k_per_activity; ++i) {
+                      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+                      const std::uint64_t word = (x >> 33) % k_words;
+                      agg.push(refs[word % refs.size()], word);
+                    }
+                  }(to, static_cast<int>(apgas::here()) * k_activities + a));
+          });
+        },
+        tables);
+    std::uint64_t d = 0, t = 0;
+    for (place_id p = 0; p < apgas::places(); ++p) {
+      const auto [pd, pt] = co_await apgas::at(p, take_words{});
+      d += pd;
+      t += pt;
+    }
+    co_return std::pair{d, t};
+  });
+  EXPECT_EQ(total, k_per_activity * k_activities * g_rt->places());
+  EXPECT_EQ(distinct, k_words); // 160,000 draws from 5,000 words reach them all
 }
 
 TEST(aggregator, a_null_target_is_refused) {
