@@ -3,8 +3,10 @@
 // send may deliver messages (back-pressure), and their handlers take the lock.
 #include "apgas/detail/glb_place.hpp"
 
+#include "apgas/detail/glb_checkpoint.hpp"
 #include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/detail/scheduler.hpp"
+#include "apgas/exceptions.hpp"
 
 #include "glb_module.hpp"
 #include <fmt/format.h>
@@ -455,14 +457,11 @@ std::string place_base::describe() const {
   return s;
 }
 
-void place_base::warn_no_progress(std::uint64_t rounds) noexcept {
-  // relaxed: only keeps the warning to one line per run and place.
-  if (m_warned_no_progress.exchange(true, std::memory_order_relaxed)) return;
-  std::fprintf(stderr,
-               "apgas: place %u: glb: a bag's process() did nothing %llu times in a row while "
-               "the bag was not empty (empty() false, no item processed): the run cannot end\n",
-               m_here, static_cast<unsigned long long>(rounds));
-  std::fflush(stderr);
+void place_base::fail_no_progress(const std::type_info& bag, std::uint64_t rounds) const {
+  throw usage_error(fmt::format(
+      "apgas: place {}: glb: the process() of bag type {} processed no item {} times in a row "
+      "while empty() was false: a bag that is not empty must process at least one item a call",
+      m_here, apgas::glb::detail::type_name(bag), rounds));
 }
 
 apgas::glb::place_stats place_base::stats() const {

@@ -77,6 +77,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -234,9 +235,10 @@ public:
   std::uint64_t items_so_far() const noexcept;
   /// @brief The run's state here, for the place's state dump (any thread).
   std::string describe() const;
-  /// @brief A bag reported work but its process() did nothing `rounds` times in a row: says
-  /// so once per run and place (a bag like that loops forever).
-  void warn_no_progress(std::uint64_t rounds) noexcept;
+  /// @brief A bag reported work but its process() did nothing `rounds` times in a row: it
+  /// breaks the bag's contract and would loop forever, so the run fails.
+  /// @throws usage_error naming this place and the bag's type.
+  [[noreturn]] void fail_no_progress(const std::type_info& bag, std::uint64_t rounds) const;
   /// @brief This place's statistics. pre: the run's finish ended.
   apgas::glb::place_stats stats() const;
 
@@ -300,8 +302,6 @@ private:
   /// m_frozen, for the working activities' look between batches (relaxed: a hint, see
   /// freeze_requested()).
   std::atomic<bool> m_freeze_hint{false};
-  /// Set once the no-progress warning was printed (relaxed: it only prevents repeats).
-  std::atomic<bool> m_warned_no_progress{false};
 
   // The thief's wait for an answer. The thief stores itself (release) before it sends its
   // request; the answer's handler takes it (acquire: it sees the thief's writes), stores the
@@ -390,7 +390,7 @@ std::uint64_t items_of(const Bag& b) {
 template <class Bag>
 struct deal_fn;
 
-/// @brief Rounds of a bag's process() that did nothing, in a row, before the place warns.
+/// @brief Rounds of a bag's process() that did nothing, in a row, before the run fails.
 inline constexpr std::uint64_t k_no_progress_rounds = 100'000;
 
 /// @brief The run of one place with bags of type Bag: the activities that work on bags.
@@ -498,7 +498,7 @@ private:
       const std::size_t done = bag.process(n, result_here());
       count_items(done);
       if (done == 0 && ++idle_rounds == k_no_progress_rounds) [[unlikely]]
-        warn_no_progress(idle_rounds);
+        fail_no_progress(typeid(Bag), idle_rounds);
       else if (done != 0) idle_rounds = 0;
       if (remote) {
         poll(); // also fires a checkpoint alarm that fell due
