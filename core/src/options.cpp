@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -241,14 +242,47 @@ std::vector<std::string> options::near_miss_flags(int argc, const char* const* a
   return out;
 }
 
+namespace {
+
+constexpr std::size_t k_help_columns = 100; ///< --help's lines, at most
+constexpr std::size_t k_help_indent = 6;    ///< of an option's text under its flag
+
+/// `words` in lines of at most k_help_columns after k_help_indent spaces (a word longer than a
+/// line has one to itself).
+std::string wrapped(const std::vector<std::string>& words) {
+  std::string out;
+  std::string line(k_help_indent, ' ');
+  for (const std::string& w : words) {
+    const bool first = line.size() == k_help_indent;
+    if (!first && line.size() + 1 + w.size() > k_help_columns) {
+      out += line + "\n";
+      line.assign(k_help_indent, ' ');
+    }
+    if (line.size() != k_help_indent) line += ' ';
+    line += w;
+  }
+  if (line.size() != k_help_indent) out += line + "\n";
+  return out;
+}
+
+} // namespace
+
 std::string options::help_text() {
   std::string s = "Runtime options (flag, or environment variable):\n";
   const options defaults;
   for (const knob& k : k_knobs) {
-    std::string flag = k.flag;
-    if (k.value_hint != nullptr) flag += fmt::format(" {}", k.value_hint);
-    s += fmt::format("  {:<34} {:<15} {} [default: {}]\n", flag, k.variable, k.help,
-                     k.show(defaults));
+    // The flag and the variable on one line where they fit, then the text and the default.
+    std::string head = fmt::format("  {}", k.flag);
+    if (k.value_hint != nullptr) head += fmt::format(" {}", k.value_hint);
+    const std::size_t column = std::max<std::size_t>(38, head.size() + 1);
+    if (column + std::strlen(k.variable) <= k_help_columns)
+      s += fmt::format("{:<{}}{}\n", head, column, k.variable);
+    else s += fmt::format("{}\n{:{}}{}\n", head, "", k_help_indent, k.variable);
+    std::vector<std::string> words;
+    std::istringstream help(k.help);
+    for (std::string w; help >> w;) words.push_back(std::move(w));
+    words.push_back(fmt::format("[default: {}]", k.show(defaults))); // kept whole
+    s += wrapped(words);
   }
   return s;
 }

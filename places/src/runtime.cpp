@@ -134,8 +134,8 @@ command_line read_command_line(int* argc, char** argv) {
     if (speaks)
       std::fprintf(
           stdout,
-          "%s: an apgas program. The runtime takes these flags out of its command line "
-          "(before any `--`) and reads these variables; a flag wins over a variable.\n\n%s",
+          "%s: an apgas program.\nThe runtime takes these flags out of its command line "
+          "(before any `--`)\nand reads these variables; a flag wins over a variable.\n\n%s",
           argv[0], options::help_text().c_str());
     std::fflush(stdout);
     std::exit(0); // every place, and exit code 0 makes mpiexec stop none of them early

@@ -195,23 +195,33 @@ TEST(options, every_default_lies_in_its_range_and_only_threads_is_decided_at_sta
   });
 }
 
-TEST(options, help_text_has_one_line_per_option_with_its_variable_help_and_default) {
+TEST(options, help_text_gives_each_option_its_variable_help_and_default_in_100_columns) {
   const std::string help = apgas::options::help_text();
   std::size_t options = 0;
   for_each_option([&](const auto& line) {
     ++options;
-    const std::size_t at = help.find(std::string("  ") + line.flag + " ");
+    // An option's entry: from its flag to the next flag, its text's lines joined.
+    const std::size_t at = help.find(std::string("\n  ") + line.flag + " ");
     ASSERT_NE(at, std::string::npos) << line.flag;
-    const std::string text = help.substr(at, help.find('\n', at) - at);
+    const std::size_t next = help.find("\n  --", at);
+    std::string text =
+        help.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+    for (std::size_t nl; (nl = text.find("\n      ")) != std::string::npos;)
+      text.replace(nl, 7, " ");
     EXPECT_NE(text.find(line.variable), std::string::npos) << text;
     EXPECT_NE(text.find(line.help), std::string::npos) << text;
     const std::string shown =
         line.default_value < line.low ? std::string("auto") : text_of(line.default_value);
     EXPECT_NE(text.find("[default: " + shown + "]"), std::string::npos) << text;
   });
-  std::size_t lines = 0;
-  for (const char c : help) lines += c == '\n' ? 1 : 0;
-  EXPECT_EQ(lines, options + 1) << "a title, then one line an option";
+  std::size_t flags = 0;
+  for (std::size_t at = 0, end; at < help.size(); at = end + 1) {
+    end = help.find('\n', at);
+    const std::string one = help.substr(at, end - at);
+    EXPECT_LE(one.size(), 100U) << one;
+    flags += one.rfind("  --", 0) == 0 ? 1 : 0;
+  }
+  EXPECT_EQ(flags, options) << "a line that starts with a flag for every option, no other";
 }
 
 TEST(options, every_option_takes_its_range_from_a_flag_and_a_variable_and_nothing_beyond) {
