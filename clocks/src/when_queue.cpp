@@ -3,6 +3,7 @@
 // registered here so that every program that uses atomic or when links it).
 #include "apgas/detail/when_queue.hpp"
 
+#include "apgas/detail/call_site.hpp"
 #include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/detail/protocol_module.hpp"
 #include "apgas/detail/scheduler.hpp"
@@ -101,7 +102,7 @@ std::string when_queue::describe() const {
   std::string s = fmt::format("    {} suspended, at {} call site(s):\n", total, sites.size());
   for (const site_count& c : sites)
     s += fmt::format("    {} at {}:{} in {}\n", c.count, c.site.file_name(), c.site.line(),
-                     c.site.function_name());
+                     readable_function_name(c.site.function_name()));
   return s;
 }
 

@@ -2,6 +2,7 @@
 // sending on.
 #include "batch_relay.hpp"
 
+#include "apgas/detail/finish_name.hpp"
 #include "apgas/detail/message_format.hpp"
 #include "apgas/detail/steady_time.hpp"
 
@@ -180,8 +181,8 @@ std::string batch_relay::describe() const {
       oldest = std::min(oldest, h.since_ns);
       bytes += h.bytes.size();
     }
-    out += fmt::format("    finish {}:{}: {} batches held ({} bytes), the oldest for {} us\n",
-                       key.id.home, key.id.serial, g.held, bytes, (now - oldest) / 1000);
+    out += fmt::format("    finish {}: {} batches held ({} bytes), the oldest for {} us\n",
+                       apgas::detail::describe(key.id), g.held, bytes, (now - oldest) / 1000);
   }
   return out;
 }

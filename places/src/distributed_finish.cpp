@@ -3,6 +3,7 @@
 #include "distributed_finish.hpp"
 
 #include "apgas/detail/exception_codec.hpp"
+#include "apgas/detail/finish_name.hpp"
 #include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/detail/scheduler.hpp"
 #include "apgas/place.hpp"
@@ -157,9 +158,9 @@ proxy& distributed_finish::find_proxy_in_map(const finish_id& id) {
     // would otherwise open a proxy that reports to nobody.
     std::lock_guard guard(m_homes_mutex);
     if (!m_homes.contains(id.serial)) [[unlikely]]
-      throw transport_error(fmt::format("apgas: place {}: an activity arrived for finish {}:{}, "
+      throw transport_error(fmt::format("apgas: place {}: an activity arrived for finish {}, "
                                         "which this place does not hold (a damaged message?)",
-                                        m_here, id.home, id.serial));
+                                        m_here, describe(id)));
   }
   std::lock_guard guard(m_proxies_mutex);
   auto [it, inserted] = m_proxies.try_emplace(id, nullptr);
@@ -489,9 +490,9 @@ void distributed_finish::on_cleanup(place_id from, std::span<const std::byte> bo
     std::lock_guard quiet(px->lock);
     if (px->fs.m_count.load(std::memory_order_relaxed) != 0 || px->deferred) [[unlikely]]
       throw transport_error(fmt::format("apgas: place {}: a cleanup from place {} for finish "
-                                        "{}:{}, whose activities still run here (a damaged "
+                                        "{}, whose activities still run here (a damaged "
                                         "message?)",
-                                        m_here, from, id.home, id.serial));
+                                        m_here, from, describe(id)));
     m_proxies.erase(it);
   }
   if (m_last_arrival == px) m_last_arrival = nullptr; // handler context, like find_proxy
@@ -502,7 +503,8 @@ std::string distributed_finish::describe_open_finishes() const {
   std::string s;
   std::lock_guard guard(m_homes_mutex);
   for (const auto& [serial, f] : m_homes) {
-    s += fmt::format("    finish {}:{} pending (activities sent minus completed)", m_here, serial);
+    s += fmt::format("    finish {} pending (activities sent minus completed)",
+                     describe(finish_id{m_here, serial}));
     for (const auto& [p, n] : home_link_of(*f)->tally.snapshot())
       s += fmt::format(" place {}={}", p, n);
     s += "\n";

@@ -2,6 +2,7 @@
 // in the state dump), and how a collective suspends and wakes its activity.
 #include "apgas/team.hpp"
 
+#include "apgas/detail/call_site.hpp"
 #include "apgas/detail/message_dispatcher.hpp"
 #include "apgas/detail/protocol_module.hpp"
 #include "apgas/detail/scheduler.hpp"
@@ -70,7 +71,8 @@ public:
       s += fmt::format("    {} on team {} for {:.3f} s, called at {}:{} in {}\n",
                        to_string(w->m_call.kind), w->m_call.team,
                        std::chrono::duration<double>(now - w->m_since).count(),
-                       w->m_site.file_name(), w->m_site.line(), w->m_site.function_name());
+                       w->m_site.file_name(), w->m_site.line(),
+                       readable_function_name(w->m_site.function_name()));
     return s;
   }
 
