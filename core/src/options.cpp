@@ -1,6 +1,7 @@
 // The options table: the parser and the help line of every option, made from APGAS_OPTIONS.
 #include "apgas/options.hpp"
 
+#include "apgas/detail/text_wrap.hpp"
 #include "apgas/exceptions.hpp"
 
 #include <fmt/format.h>
@@ -10,7 +11,6 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -242,32 +242,8 @@ std::vector<std::string> options::near_miss_flags(int argc, const char* const* a
   return out;
 }
 
-namespace {
-
-constexpr std::size_t k_help_columns = 100; ///< --help's lines, at most
-constexpr std::size_t k_help_indent = 6;    ///< of an option's text under its flag
-
-/// `words` in lines of at most k_help_columns after k_help_indent spaces (a word longer than a
-/// line has one to itself).
-std::string wrapped(const std::vector<std::string>& words) {
-  std::string out;
-  std::string line(k_help_indent, ' ');
-  for (const std::string& w : words) {
-    const bool first = line.size() == k_help_indent;
-    if (!first && line.size() + 1 + w.size() > k_help_columns) {
-      out += line + "\n";
-      line.assign(k_help_indent, ' ');
-    }
-    if (line.size() != k_help_indent) line += ' ';
-    line += w;
-  }
-  if (line.size() != k_help_indent) out += line + "\n";
-  return out;
-}
-
-} // namespace
-
 std::string options::help_text() {
+  constexpr std::size_t k_text_indent = 6; // of an option's text under its flag
   std::string s = "Runtime options (flag, or environment variable):\n";
   const options defaults;
   for (const knob& k : k_knobs) {
@@ -275,14 +251,12 @@ std::string options::help_text() {
     std::string head = fmt::format("  {}", k.flag);
     if (k.value_hint != nullptr) head += fmt::format(" {}", k.value_hint);
     const std::size_t column = std::max<std::size_t>(38, head.size() + 1);
-    if (column + std::strlen(k.variable) <= k_help_columns)
+    if (column + std::strlen(k.variable) <= detail::k_help_width)
       s += fmt::format("{:<{}}{}\n", head, column, k.variable);
-    else s += fmt::format("{}\n{:{}}{}\n", head, "", k_help_indent, k.variable);
-    std::vector<std::string> words;
-    std::istringstream help(k.help);
-    for (std::string w; help >> w;) words.push_back(std::move(w));
+    else s += fmt::format("{}\n{:{}}{}\n", head, "", k_text_indent, k.variable);
+    std::vector<std::string> words = detail::words_of(k.help);
     words.push_back(fmt::format("[default: {}]", k.show(defaults))); // kept whole
-    s += wrapped(words);
+    s += detail::hanging("", k_text_indent, words);
   }
   return s;
 }

@@ -2,6 +2,7 @@
 #include "apgas_apps/cli.hpp"
 
 #include <apgas/checkpoint.hpp>
+#include <apgas/detail/text_wrap.hpp>
 
 #include <fmt/format.h>
 
@@ -47,41 +48,6 @@ std::string seq_mismatch(std::string_view title, const std::string& result,
 namespace {
 
 constexpr int k_help_column = 24;
-constexpr std::size_t k_help_width = 100; ///< --help's lines, at most
-
-/// `head`, then `text`'s words from column `column` on (on the next line if `head` reaches
-/// it), in lines of at most k_help_width, the later ones indented to `column` (a word longer
-/// than a line has one to itself).
-std::string hanging(std::string head, std::size_t column, std::string_view text) {
-  std::string out;
-  std::string line = std::move(head);
-  if (line.size() + 1 > column) {
-    out += line + "\n";
-    line.clear();
-  }
-  line.resize(column, ' ');
-  bool empty = true; // no word on `line` yet
-  for (std::size_t at = 0; at < text.size();) {
-    if (text[at] == ' ') {
-      ++at;
-      continue;
-    }
-    std::size_t end = text.find(' ', at);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view word = text.substr(at, end - at);
-    if (!empty && line.size() + 1 + word.size() > k_help_width) {
-      out += line + "\n";
-      line.assign(column, ' ');
-      empty = true;
-    }
-    if (!empty) line += ' ';
-    line += word;
-    empty = false;
-    at = end;
-  }
-  return out + line + "\n";
-}
-
 /// "-5" and "-.5" are (bad) numbers for a positional, not flags.
 bool looks_like_flag(std::string_view a) {
   return a.size() >= 2 && a[0] == '-' && !std::isdigit(static_cast<unsigned char>(a[1])) &&
@@ -223,23 +189,22 @@ void cli::parse(int argc, char** argv) {
 }
 
 std::string cli::usage() const {
-  std::string synopsis = "[runtime options]";
+  using apgas::detail::hanging;
+  using apgas::detail::words_of;
+  std::vector<std::string> synopsis{"[runtime", "options]"};
   std::string arguments;
   std::string options;
   // An argument's text starts at k_help_column - 1, after its name.
   const std::size_t column = k_help_column - 1;
   for (const arg& a : m_args) {
-    // A synopsis item is one word for the wrapping below: its spaces are no-break ones.
     const std::string shown = a.hint.empty() ? a.name : fmt::format("{} {}", a.name, a.hint);
-    std::string item = a.positional && a.required ? shown : fmt::format("[{}]", shown);
-    std::replace(item.begin(), item.end(), ' ', '\x01');
-    synopsis += " " + item;
-    (a.positional ? arguments : options) += hanging("  " + shown, column, a.help);
+    // A synopsis item is one word for the wrapping: never split.
+    synopsis.push_back(a.positional && a.required ? shown : fmt::format("[{}]", shown));
+    (a.positional ? arguments : options) += hanging("  " + shown, column, words_of(a.help));
   }
-  options += hanging("  -h, --help", column, "print this help and exit");
+  options += hanging("  -h, --help", column, words_of("print this help and exit"));
   const std::string usage_head = fmt::format("usage: {}", m_app);
-  std::string usage = hanging(usage_head, usage_head.size() + 1, synopsis);
-  std::replace(usage.begin(), usage.end(), '\x01', ' ');
+  const std::string usage = hanging(usage_head, usage_head.size() + 1, synopsis);
   std::string s = fmt::format("{}\n{}\n\n", usage, m_summary);
   if (!arguments.empty()) s += "Arguments:\n" + arguments;
   s += "Options:\n" + options;
