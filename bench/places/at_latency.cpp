@@ -182,8 +182,16 @@ struct at_samples {
   }
 };
 
+/// The echo as a free function: `at` then sends a pointer to it (8 bytes more, and a check of
+/// the function's offset where it arrives).
+std::vector<std::uint64_t> echo(std::vector<std::uint64_t> v) { return v; }
+
+/// What `at` is given: a lambda (named by its type) or a pointer to a free function.
+enum class callee { lambda, function_pointer };
+
 /// The apgas side: place 0 awaits `at(1, echo)` in a loop. Collective (every place calls it).
-at_samples at_round_trips(apgas::runtime& rt, std::size_t bytes, int iters, int warmup) {
+at_samples at_round_trips(apgas::runtime& rt, std::size_t bytes, int iters, int warmup,
+                          callee how = callee::lambda) {
   return rt.run([&]() -> apgas::task<at_samples> {
     std::vector<std::uint64_t> payload(bytes / 8, 0x5a5a5a5a5a5a5a5aULL);
     at_samples out;
@@ -198,8 +206,11 @@ at_samples at_round_trips(apgas::runtime& rt, std::size_t bytes, int iters, int 
       if (i == 0) before = co_await apgas::total_message_counts();
       stamp(payload, static_cast<std::uint64_t>(i + warmup));
       const auto t0 = clock::now();
-      std::vector<std::uint64_t> back = co_await apgas::at(
-          1, [](std::vector<std::uint64_t> v) { return v; }, payload);
+      std::vector<std::uint64_t> back;
+      if (how == callee::lambda)
+        back = co_await apgas::at(
+            1, [](std::vector<std::uint64_t> v) { return v; }, payload);
+      else back = co_await apgas::at(1, echo, payload);
       const double dt = seconds_since(t0);
       if (i >= 0) samples.push_back(dt);
       if (back != payload) fail(fmt::format("at: wrong echo at iteration {}", i));
@@ -266,6 +277,7 @@ int main(int argc, char** argv) {
   std::vector<std::vector<double>> raw(sizes.size());
   std::vector<std::vector<double>> pattern(sizes.size()); // transport_pattern's ping-pong
   std::vector<at_samples> at(sizes.size());
+  std::vector<at_samples> at_pointer(sizes.size()); // `at` of a function pointer
   apgas::place_id here = 0;
   std::string description;
   const auto append = [](std::vector<double>& to, const std::vector<double>& from) {
@@ -289,6 +301,9 @@ int main(int argc, char** argv) {
       append(at[k].seconds, s.seconds);
       at[k].logical_per_rt += s.logical_per_rt / rounds;
       at[k].mpi_per_rt += s.mpi_per_rt / rounds;
+      watchdog::phase() = "at round trips of a function pointer";
+      append(at_pointer[k].seconds,
+             at_round_trips(rt, sizes[k], per_round, warmup, callee::function_pointer).seconds);
       watchdog::phase() = "between runs";
       // Between runs: every place's main thread is out of run() (place 0 may be a little
       // ahead, which blocking MPI calls tolerate), but the workers still poll MPI.
@@ -336,6 +351,15 @@ int main(int argc, char** argv) {
       fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {:+.2f} ({:.2f} x) | {:+.2f} |\n",
                  human_bytes(sizes[k]), r * 1e6, p * 1e6, a * 1e6, (p - r) * 1e6, p / r,
                  (a - p) * 1e6);
+    }
+    fmt::print("\n`at` of a pointer to a free function against `at` of a lambda (medians, us)\n\n");
+    fmt::print("| payload | lambda | function pointer | pointer over lambda |\n");
+    fmt::print("|---:|---:|---:|---:|\n");
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      const double a = summarize(at[k].seconds).median;
+      const double f = summarize(at_pointer[k].seconds).median;
+      fmt::print("| {} | {:.2f} | {:.2f} | {:.3f} |\n", human_bytes(sizes[k]), a * 1e6, f * 1e6,
+                 f / a);
     }
     std::fflush(stdout);
   }

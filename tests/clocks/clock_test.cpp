@@ -299,6 +299,33 @@ TEST(clock, a_clock_made_at_a_later_phase_numbers_its_phases_from_there) {
   EXPECT_EQ(sum, 43L + 44 + 45 + 46 + 47 + 48);
 }
 
+/// A clocked stage as a free function: its registration first, then its arguments.
+task<> clocked_stage(clock mine, long steps, long offset) {
+  for (long step = 0; step < steps; ++step) {
+    const long all = co_await mine.advance(apgas::sum, offset + step);
+    if (all != apgas::places() * (offset + step))
+      throw std::runtime_error("stage " + std::to_string(step) + ": sum " + std::to_string(all));
+  }
+}
+
+TEST(clock, a_clocked_async_at_of_a_free_function_runs_in_lock_step) {
+  constexpr long k_steps = 5;
+  const long sum = g_rt->run([]() -> task<long> {
+    long total = 0;
+    co_await apgas::finish([&]() -> task<> {
+      clock c = co_await clock::make();
+      for (place_id p = 0; p < apgas::places(); ++p)
+        co_await apgas::async_at(p, apgas::clocked(c), clocked_stage, long{k_steps}, 10L);
+      for (long step = 0; step < k_steps; ++step) {
+        co_await c.advance();
+        total += static_cast<long>(c.phase());
+      }
+    });
+    co_return total;
+  });
+  EXPECT_EQ(sum, 2L + 3 + 4 + 5 + 6);
+}
+
 TEST(clock, a_first_phase_out_of_range_throws) {
   EXPECT_NE(clock_error_of([]() -> task<> {
               clock c = co_await clock::make(apgas::signal::eager, 0);

@@ -223,10 +223,21 @@ APGAS_AWAIT_IT detail::clocked_async_awaiter<std::decay_t<Body>, Clocks...>
 async(detail::clocked_spawn<Clocks...> spawn, Body&& body);
 
 /// @brief Starts f(registrations..., args...) at place p, registered on the clocks of
-/// `clocked(c...)`, governed by the caller's finish. f captures nothing (as for any async_at).
+/// `clocked(c...)`, governed by the caller's finish. f captures nothing, or is a pointer to a
+/// free or static member function (as for any async_at).
 template <class... Clocks, class F, class... Args>
 APGAS_AWAIT_IT detail::clocked_async_at_awaiter<F, detail::clocked_spawn<Clocks...>, Args...>
 async_at(place_id p, detail::clocked_spawn<Clocks...> spawn, F f, Args&&... args);
+
+/// @brief The clocked async_at of a pointer to a free or static member function (named at p by
+/// its code offset, as async_at names it). @throws std::invalid_argument as async_at does.
+template <class... Clocks, class R, class... P, bool NE, class... Args>
+APGAS_AWAIT_IT
+    detail::clocked_async_at_awaiter<detail::call_by_pointer<R (*)(P...) noexcept(NE)>,
+                                     detail::clocked_spawn<Clocks...>,
+                                     detail::function_handle<R (*)(P...) noexcept(NE)>, Args...>
+    async_at(place_id p, detail::clocked_spawn<Clocks...> spawn, R (*f)(P...) noexcept(NE),
+             Args&&... args);
 
 /// @brief Ends the current phase of every given clock, then waits until each has ended: X10's
 /// advanceAll over the activity's clocks (each moves exactly one phase; deadlock-free whatever

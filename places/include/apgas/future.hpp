@@ -28,10 +28,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <ranges>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace apgas {
 
@@ -210,12 +212,18 @@ APGAS_AWAIT_IT detail::start_awaiter<T> start(task<T> t) {
 }
 
 /// @brief Starts `at(p, f, args...)` (the request leaves now); gives the future of its value.
-/// f captures nothing, as for at().
+/// f captures nothing, or is a pointer to a free or static member function, as for at().
 template <class F, class... Args>
-APGAS_AWAIT_IT auto at_async(place_id p, F, Args&&... args) {
-  detail::require_stateless<F>();
-  using R = typename detail::remote_result<F, std::decay_t<Args>...>::type;
-  return start(detail::at_task<R, F, std::decay_t<Args>...>(p, std::forward<Args>(args)...));
+APGAS_AWAIT_IT auto at_async(place_id p, F f, Args&&... args) {
+  if constexpr (detail::is_function_pointer_v<F>) {
+    // Sent as call_by_pointer, as at sends it (see function_handle.hpp).
+    return at_async(p, detail::call_by_pointer<F>{}, detail::function_handle<F>::of(f),
+                    std::forward<Args>(args)...);
+  } else {
+    detail::require_stateless<F>();
+    using R = typename detail::remote_result<F, std::decay_t<Args>...>::type;
+    return start(detail::at_task<R, F, std::decay_t<Args>...>(p, std::forward<Args>(args)...));
+  }
 }
 
 /// @brief Every future's value, as a tuple (std::monostate for future<void>), once all are
@@ -241,6 +249,60 @@ when_all(future<T>... fs) {
   std::tuple<std::conditional_t<std::is_void_v<T>, std::monostate, T>...> out{co_await one(fs)...};
   if (first) std::rethrow_exception(first);
   co_return out;
+}
+
+namespace detail {
+
+template <class F>
+struct future_value {};
+template <class T>
+struct future_value<future<T>> {
+  using type = T;
+};
+template <class F>
+concept a_future = requires {
+  typename future_value<F>::type;
+};
+
+/// @brief when_all over a range: awaits each future in the range's order, keeps the first
+/// exception and rethrows it once all have ended (so no work outlives the call).
+template <class T, class R>
+task<std::conditional_t<std::is_void_v<T>, void, std::vector<T>>> when_all_of(R futures) {
+  std::exception_ptr first;
+  std::conditional_t<std::is_void_v<T>, std::monostate, std::vector<T>> out;
+  if constexpr (std::ranges::sized_range<R> && !std::is_void_v<T>)
+    out.reserve(std::ranges::size(futures));
+  for (auto& f : futures) {
+    try {
+      if constexpr (std::is_void_v<T>) {
+        co_await std::move(f);
+      } else {
+        // After an exception the values are dropped, so none needs a default value.
+        T v = co_await std::move(f);
+        if (!first) out.push_back(std::move(v));
+      }
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+  if constexpr (std::is_void_v<T>) co_return;
+  else co_return out;
+}
+
+} // namespace detail
+
+/// @brief Every value of a range of futures, in the range's order (std::vector<future<T>> into
+/// std::vector<T>; futures of void give void), once all are there; the first exception in the
+/// range's order is rethrown after all have ended. The range is taken by value: pass
+/// `std::move(fs)`, as each future is awaited once.
+template <std::ranges::input_range R>
+requires detail::a_future<std::ranges::range_value_t<R>> APGAS_AWAIT_IT auto when_all(R&& futures) {
+  static_assert(!std::is_lvalue_reference_v<R>,
+                "apgas: when_all takes its range of futures by value, as each future is awaited "
+                "once: write when_all(std::move(futures))");
+  using T = typename detail::future_value<std::ranges::range_value_t<R>>::type;
+  return detail::when_all_of<T, std::remove_cvref_t<R>>(std::forward<R>(futures));
 }
 
 } // namespace apgas

@@ -64,7 +64,7 @@ public:
   /// @brief Creates a T at every place, with `init(here())`; `init` captures nothing.
   template <class Init>
   static task<place_local> make(Init) {
-    detail::require_stateless<Init>();
+    detail::require_function_object<Init>();
     place_local handle;
     handle.m_id = detail::place_local_registry::instance().next_id(apgas::here());
     co_await finish([&]() -> task<> {

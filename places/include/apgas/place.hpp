@@ -4,11 +4,13 @@
 ///     co_await apgas::async_at(p, [](int x) { ... }, 42);        // governed by our finish
 ///     int v = co_await apgas::at(p, [](int x) { return x + 1; }, 41);
 ///
-/// The function is a function object that captures nothing (a lambda with []): the same binary
-/// runs at every place, so its type names the code; its arguments are serialized (see
-/// <apgas/serialization.hpp>). It may return a value or a task (and then suspend).
+/// The function is a function object that captures nothing (a lambda with []), or a pointer to
+/// a free or static member function: the same binary runs at every place, so its type (or its
+/// address) names the code; its arguments are serialized (see <apgas/serialization.hpp>). It
+/// may return a value or a task (and then suspend).
 #pragma once
 
+#include "apgas/detail/function_handle.hpp"
 #include "apgas/detail/remote_function.hpp"
 #include "apgas/finish.hpp"
 #include "apgas/remote_exceptions.hpp"
@@ -53,12 +55,27 @@ class at_call;
 template <class F, class... Args>
 APGAS_AWAIT_IT async_at_call<F, Args...> async_at(place_id p, F f, Args&&... args);
 
+/// @brief async_at of a pointer to a free or static member function: the function is named at p
+/// by its code offset (checked against the program's symbol table on both sides). @throws
+/// std::invalid_argument if other places cannot find the function (a stripped binary, a
+/// function of another shared library), bad_place.
+template <class R, class... P, bool NE, class... Args>
+APGAS_AWAIT_IT async_at_call<detail::call_by_pointer<R (*)(P...) noexcept(NE)>,
+                             detail::function_handle<R (*)(P...) noexcept(NE)>, Args...>
+async_at(place_id p, R (*f)(P...) noexcept(NE), Args&&... args);
+
 /// @brief Runs f(args...) at place p and gives its value back; the caller suspends meanwhile
 /// (its worker keeps working). An exception at p is rethrown here (as remote<E>, or as a
 /// remote_exception: see <apgas/remote_exceptions.hpp>), and nowhere else.
 /// Asyncs that f starts are governed by the caller's finish. @throws bad_place.
 template <class F, class... Args>
 APGAS_AWAIT_IT at_call<F, Args...> at(place_id p, F f, Args&&... args);
+
+/// @brief at of a pointer to a free or static member function (see async_at above).
+template <class R, class... P, bool NE, class... Args>
+APGAS_AWAIT_IT at_call<detail::call_by_pointer<R (*)(P...) noexcept(NE)>,
+                       detail::function_handle<R (*)(P...) noexcept(NE)>, Args...>
+at(place_id p, R (*f)(P...) noexcept(NE), Args&&... args);
 
 /// @brief A place that cannot serve the operation (X10's BadPlaceException): a place id that
 /// names no place (thrown at the caller, before anything is sent), or a global_ref used away

@@ -55,6 +55,77 @@ TEST(future, when_all_gives_every_value_in_order) {
   (void)c;
 }
 
+TEST(future, when_all_over_a_vector_gives_every_value_in_its_order) {
+  const std::vector<long> got = g_rt->run([]() -> task<std::vector<long>> {
+    std::vector<future<long>> fs;
+    // Several per place, so that the values do not arrive in the vector's order.
+    for (int k = 0; k < 3; ++k)
+      for (place_id p = apgas::places(); p-- > 0;)
+        fs.push_back(co_await apgas::at_async(
+            p, [](long q, int kk) { return 100 * kk + q; }, long{p}, k));
+    co_return co_await apgas::when_all(std::move(fs));
+  });
+  std::vector<long> want;
+  for (int k = 0; k < 3; ++k)
+    for (place_id p = apgas::places(); p-- > 0;) want.push_back(100L * k + p);
+  EXPECT_EQ(got, want);
+}
+
+TEST(future, when_all_over_an_empty_vector_and_over_futures_of_void) {
+  static std::atomic<int> ran{0};
+  ran = 0;
+  const std::size_t empty = g_rt->run([]() -> task<std::size_t> {
+    co_return (co_await apgas::when_all(std::vector<future<std::string>>{})).size();
+  });
+  EXPECT_EQ(empty, 0U);
+  g_rt->run([]() -> task<> {
+    std::vector<future<void>> fs;
+    for (int i = 0; i < 5; ++i)
+      fs.push_back(co_await apgas::start([]() -> task<> {
+        (void)co_await fib(12);
+        ran.fetch_add(1);
+      }()));
+    co_await apgas::when_all(std::move(fs));
+    if (ran.load() != 5) throw std::runtime_error("when_all ended before its futures");
+  });
+}
+
+TEST(future, when_all_over_a_vector_rethrows_the_first_failure_in_its_order_after_all_ended) {
+  static std::atomic<int> ended{0};
+  ended = 0;
+  const std::string what = g_rt->run([]() -> task<std::string> {
+    std::vector<future<int>> fs;
+    // The first future fails last (after a fib), the third fails at once: the first still wins.
+    fs.push_back(co_await apgas::start([]() -> task<int> {
+      const long v = co_await fib(16);
+      ended.fetch_add(1);
+      throw std::out_of_range("first " + std::to_string(v));
+    }()));
+    fs.push_back(co_await apgas::start([]() -> task<int> {
+      (void)co_await fib(14);
+      ended.fetch_add(1);
+      co_return 1;
+    }()));
+    fs.push_back(co_await apgas::at_async(
+        apgas::places() - 1, [](int) -> int { throw std::invalid_argument("third"); }, 0));
+    // Still waiting for its remote activity (at 2 places or more) when the first has failed.
+    fs.push_back(co_await apgas::start([]() -> task<int> {
+      (void)co_await apgas::at(apgas::places() - 1,
+                               []() -> task<long> { co_return co_await fib(18); });
+      ended.fetch_add(1);
+      co_return 3;
+    }()));
+    try {
+      (void)co_await apgas::when_all(std::move(fs));
+    } catch (const std::out_of_range& e) {
+      if (ended.load() != 3) throw std::runtime_error("when_all threw before all had ended");
+      co_return e.what();
+    }
+    co_return "no exception";
+  });
+  EXPECT_EQ(what, "first 987");
+}
+
 TEST(future, start_runs_any_task_and_the_value_waits_for_its_awaiter) {
   const long v = g_rt->run([]() -> task<long> {
     future<long> f = co_await apgas::start(fib(20));

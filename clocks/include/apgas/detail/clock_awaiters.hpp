@@ -234,8 +234,14 @@ private:
   std::exception_ptr m_error;
 };
 
+template <class F>
+inline constexpr bool is_call_by_pointer_v = false;
+template <class Fn>
+inline constexpr bool is_call_by_pointer_v<call_by_pointer<Fn>> = true;
+
 /// @brief The function a clocked remote activity runs at its place: adopts its registrations
-/// there, then calls F{}(registrations..., args...).
+/// there, then calls F{}(registrations..., args...); for a function pointer (F is
+/// call_by_pointer, args begin with its handle), the function itself(registrations..., rest...).
 template <class F, std::size_t N>
 struct clocked_remote {
   template <class... Args>
@@ -243,7 +249,13 @@ struct clocked_remote {
     std::array<clock, N> regs;
     for (std::size_t i = 0; i < N; ++i) regs[i] = co_await adopt_clock_awaiter(tokens[i]);
     auto call = [&]<std::size_t... I>(std::index_sequence<I...>)->decltype(auto) {
-      return F{}(std::move(regs[I])..., std::move(args)...);
+      if constexpr (is_call_by_pointer_v<F>) {
+        return [&](auto handle, auto&&... rest) -> decltype(auto) {
+          return handle.function()(std::move(regs[I])..., std::move(rest)...);
+        }(std::move(args)...);
+      } else {
+        return F{}(std::move(regs[I])..., std::move(args)...);
+      }
     };
     if constexpr (is_task_v<decltype(call(std::make_index_sequence<N>{}))>)
       co_await call(std::make_index_sequence<N>{});
@@ -305,7 +317,7 @@ private:
 
   place_id m_to;
   clocked_spawn<Clocks...> m_spawn;
-  std::tuple<A&&...> m_args;
+  std::tuple<kept_arg_t<A>...> m_args; ///< a function handle by value (see kept_arg_t)
   std::exception_ptr m_error;
 };
 
@@ -335,6 +347,17 @@ async_at(place_id p, detail::clocked_spawn<Clocks...> spawn, F, Args&&... args) 
   detail::require_stateless<F>();
   return detail::clocked_async_at_awaiter<F, detail::clocked_spawn<Clocks...>, Args...>(
       p, spawn, std::forward<Args>(args)...);
+}
+
+template <class... Clocks, class R, class... P, bool NE, class... Args>
+detail::clocked_async_at_awaiter<detail::call_by_pointer<R (*)(P...) noexcept(NE)>,
+                                 detail::clocked_spawn<Clocks...>,
+                                 detail::function_handle<R (*)(P...) noexcept(NE)>, Args...>
+async_at(place_id p, detail::clocked_spawn<Clocks...> spawn, R (*f)(P...) noexcept(NE),
+         Args&&... args) {
+  using fn = R (*)(P...) noexcept(NE);
+  return async_at(p, spawn, detail::call_by_pointer<fn>{}, detail::function_handle<fn>::of(f),
+                  std::forward<Args>(args)...);
 }
 
 template <class... Clocks>

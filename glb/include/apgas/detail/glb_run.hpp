@@ -115,7 +115,7 @@ task<outcome<result_of_t<Make, Args...>>> run_with_stats(parameters p, Make, Arg
   static_assert(bag<Bag>, "apgas::glb::run: Make{}(args...) must return a bag (see "
                           "apgas::glb::bag: process, split, merge, empty, result_type, reduce, "
                           "serializable)");
-  apgas::detail::require_stateless<Make>();
+  apgas::detail::require_function_object<Make>();
   apgas::detail::require_serializable_args<Args...>();
   using result_type = typename Bag::result_type;
   const std::uint64_t run = detail::next_run_id();

@@ -173,46 +173,59 @@ namespace apgas {
 
 template <class F, class... Args>
 task<> for_each_place(F f, Args... args) {
-  detail::require_stateless<F>();
-  detail::require_serializable_args<Args...>();
-  if (detail::active_messages::current().tree(here()).flat()) {
-    co_await finish(finish_pattern::spmd, [&]() -> task<> {
-      for (place_id p = 0; p < places(); ++p) co_await async_at(p, f, args...);
-    });
+  if constexpr (detail::is_function_pointer_v<F>) {
+    // Sent as call_by_pointer, as async_at sends it (see function_handle.hpp).
+    co_await for_each_place(detail::call_by_pointer<F>{}, detail::function_handle<F>::of(f),
+                            std::move(args)...);
   } else {
-    co_await finish(
-        [&]() -> task<> { co_await async(detail::broadcast_step<F, Args...>{}(here(), args...)); });
+    detail::require_stateless<F>();
+    detail::require_serializable_args<Args...>();
+    if (detail::active_messages::current().tree(here()).flat()) {
+      co_await finish(finish_pattern::spmd, [&]() -> task<> {
+        for (place_id p = 0; p < places(); ++p) co_await async_at(p, f, args...);
+      });
+    } else {
+      co_await finish([&]() -> task<> {
+        co_await async(detail::broadcast_step<F, Args...>{}(here(), args...));
+      });
+    }
   }
 }
 
 template <class F, class... Args>
 requires(!std::is_void_v<remote_result_t<F, Args...>>)
     task<std::vector<remote_result_t<F, Args...>>> at_each_place(F f, Args... args) {
-  detail::require_stateless<F>();
-  detail::require_serializable_args<Args...>();
-  using R = remote_result_t<F, Args...>;
-  // The coroutine is a lambda so that the checks above come first.
-  return [](F fn, Args... a) -> task<std::vector<R>> {
-    std::vector<std::optional<R>> slots(places());
-    if (detail::active_messages::current().tree(here()).flat()) {
-      co_await finish([&]() -> task<> {
-        for (place_id p = 0; p < places(); ++p)
-          co_await async(detail::at_into<R>(p, slots[p], fn, a...));
-      });
-    } else {
-      auto all = co_await detail::gather_step<R, F, Args...>{}(here(), a...);
-      std::vector<std::exception_ptr> errors;
-      for (auto& [p, value, error] : all) {
-        if (value) slots[p] = std::move(*value);
-        else errors.push_back(detail::decode_exception(error, places()));
+  if constexpr (detail::is_function_pointer_v<F>) {
+    // Sent as call_by_pointer, as at sends it (see function_handle.hpp).
+    return at_each_place(detail::call_by_pointer<F>{}, detail::function_handle<F>::of(f),
+                         std::move(args)...);
+  } else {
+    detail::require_stateless<F>();
+    detail::require_serializable_args<Args...>();
+    using R = remote_result_t<F, Args...>;
+    // The coroutine is a lambda so that the checks above come first.
+    return [](F fn, Args... a) -> task<std::vector<R>> {
+      std::vector<std::optional<R>> slots(places());
+      if (detail::active_messages::current().tree(here()).flat()) {
+        co_await finish([&]() -> task<> {
+          for (place_id p = 0; p < places(); ++p)
+            co_await async(detail::at_into<R>(p, slots[p], fn, a...));
+        });
+      } else {
+        auto all = co_await detail::gather_step<R, F, Args...>{}(here(), a...);
+        std::vector<std::exception_ptr> errors;
+        for (auto& [p, value, error] : all) {
+          if (value) slots[p] = std::move(*value);
+          else errors.push_back(detail::decode_exception(error, places()));
+        }
+        if (!errors.empty()) throw multiple_exceptions(std::move(errors));
       }
-      if (!errors.empty()) throw multiple_exceptions(std::move(errors));
-    }
-    std::vector<R> values;
-    values.reserve(slots.size());
-    for (std::optional<R>& v : slots) values.push_back(std::move(*v));
-    co_return values;
-  }(f, std::move(args)...);
+      std::vector<R> values;
+      values.reserve(slots.size());
+      for (std::optional<R>& v : slots) values.push_back(std::move(*v));
+      co_return values;
+    }(f, std::move(args)...);
+  }
 }
 
 /// @brief at_each_place of a function that returns nothing: refused, with a message that says

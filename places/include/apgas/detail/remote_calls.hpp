@@ -6,6 +6,7 @@
 
 #include "apgas/detail/active_messages.hpp"
 #include "apgas/detail/code_registry.hpp"
+#include "apgas/detail/function_handle.hpp"
 #include "apgas/detail/remote_awaiters.hpp"
 #include "apgas/detail/remote_bodies.hpp"
 #include "apgas/detail/remote_function.hpp"
@@ -101,7 +102,7 @@ protected:
       : m_target(target), m_args(std::forward<Args>(args)...) {}
 
   Target m_target;
-  std::tuple<Args&&...> m_args; ///< read when awaited, within the co_await expression
+  std::tuple<kept_arg_t<Args>...> m_args; ///< read when awaited, within the co_await expression
 };
 
 } // namespace apgas::detail
@@ -168,6 +169,15 @@ async_at_call<F, Args...> async_at(place_id p, F, Args&&... args) {
       std::forward<Args>(args)...);
 }
 
+template <class R, class... P, bool NE, class... Args>
+async_at_call<detail::call_by_pointer<R (*)(P...) noexcept(NE)>,
+              detail::function_handle<R (*)(P...) noexcept(NE)>, Args...>
+async_at(place_id p, R (*f)(P...) noexcept(NE), Args&&... args) {
+  using fn = R (*)(P...) noexcept(NE);
+  return async_at(p, detail::call_by_pointer<fn>{}, detail::function_handle<fn>::of(f),
+                  std::forward<Args>(args)...);
+}
+
 template <class F, class... Args>
 at_call<F, Args...> at(place_id p, F, Args&&... args) {
   detail::require_stateless<F>();
@@ -177,6 +187,15 @@ at_call<F, Args...> at(place_id p, F, Args&&... args) {
                 "apgas: the value returned by the function given to at() must be serializable");
   detail::active_messages::current().check_place(p);
   return at_call<F, Args...>({p, detail::at_entry<F, Args...>()}, std::forward<Args>(args)...);
+}
+
+template <class R, class... P, bool NE, class... Args>
+at_call<detail::call_by_pointer<R (*)(P...) noexcept(NE)>,
+        detail::function_handle<R (*)(P...) noexcept(NE)>, Args...>
+at(place_id p, R (*f)(P...) noexcept(NE), Args&&... args) {
+  using fn = R (*)(P...) noexcept(NE);
+  return at(p, detail::call_by_pointer<fn>{}, detail::function_handle<fn>::of(f),
+            std::forward<Args>(args)...);
 }
 
 } // namespace apgas

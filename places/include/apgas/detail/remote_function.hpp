@@ -1,6 +1,7 @@
 // What a function given to async_at and at (and the collectives) must be, and what it gives back:
-// it captures nothing, since it is named by its type at the other place; its arguments are
-// serialized; its value (or its task's value) is what the caller gets.
+// it captures nothing, since it is named by its type at the other place (a function pointer is
+// sent as call_by_pointer, see function_handle.hpp); its arguments are serialized; its value (or
+// its task's value) is what the caller gets.
 #pragma once
 
 #include "apgas/detail/serialization_traits.hpp"
@@ -12,10 +13,27 @@ namespace apgas::detail {
 
 template <class F>
 constexpr void require_stateless() {
+  static_assert(!std::is_member_function_pointer_v<F>,
+                "apgas: a pointer to a non-static member function cannot be sent to another "
+                "place: it needs an object there. Send a free or static member function, or a "
+                "lambda with [], and pass the data it needs as arguments.");
+  static_assert(std::is_member_function_pointer_v<F> ||
+                    (std::is_empty_v<F> && std::is_default_constructible_v<F>),
+                "apgas: the function given to async_at/at must capture nothing: a lambda with "
+                "[], an empty function object, or a pointer to a free or static member "
+                "function (the same binary runs at every place, so its type or its address "
+                "names it there). Pass the data it needs as arguments; they are serialized.");
+}
+
+/// @brief For the few that take only a function object (glb::run's Make, place_local::make's
+/// Init): named by its type alone.
+template <class F>
+constexpr void require_function_object() {
   static_assert(std::is_empty_v<F> && std::is_default_constructible_v<F>,
-                "apgas: the function given to async_at/at must capture nothing (a lambda with [] "
-                "or an empty function object): it is named by its type at the other place. Pass "
-                "the data it needs as arguments; they are serialized.");
+                "apgas: this function must capture nothing and be a function object (a lambda "
+                "with [] or an empty function object): it is named by its type at the other "
+                "place. A function pointer is taken by async_at, at and the collectives, not "
+                "here: wrap it in a lambda with [].");
 }
 
 template <class... Args>
