@@ -50,7 +50,7 @@ done
 status=0
 wait "$job" || status=$?
 ((status != 0)) || fail "the job whose place $victim was killed exited 0"
-grep -q "rank $victim .*signal 9" "$log" || fail "the job's end does not name place $victim"
+grep -Eq "^apgasrun: place $victim .*killed by signal 9" "$log" || fail "the job's end does not name place $victim"
 echo "resume_check: place $victim of $writers killed; checkpoint $(basename "$(compgen -G "$dir/ckpt-[0-9]*[0-9]" | tail -1)") complete"
 
 # 2. The resume, on another number of places.

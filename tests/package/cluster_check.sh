@@ -231,7 +231,7 @@ case "$case_name" in
     kill -KILL "${victims[@]}"
     wait_background 30
     ((rc != 0)) || fail "exit code 0, expected a failure"
-    expect_output "process rank [45] with PID [0-9]+ on node node3 exited on signal 9"
+    expect_output "apgasrun: place [45] \\(node node3(, pid [0-9]+)?\\) was killed by signal 9"
     echo "the job ended $took s after node3's places died"
     expect_nodes_empty
     ;;
@@ -253,7 +253,7 @@ case "$case_name" in
     kill -KILL "${victims[@]}"
     wait_background 30
     ((rc != 0)) || fail "exit code 0, expected a failure"
-    expect_output "process rank [45] with PID [0-9]+ on node node3 exited on signal 9"
+    expect_output "apgasrun: place [45] \\(node node3(, pid [0-9]+)?\\) was killed by signal 9"
     expect_nodes_empty
     job 600 "$root/launch/apgasrun" -n 4 "$program" "${program_args[@]}" --resume "$ckpt"
     ((rc == 0)) || fail "the resume on 4 places exited $rc"

@@ -1,0 +1,103 @@
+# mpiexec_summary.awk: the filter apgasrun puts on mpiexec's stderr (see apgasrun).
+#
+# Open MPI ends a failed job with banners between lines of dashes: "Primary job terminated
+# normally, but 1 process returned a non-zero exit code...", "mpiexec noticed that process rank
+# 1 with PID 7 on node n1 exited on signal 9 (Killed).", and more. This filter drops those, keeps
+# what they say about the failed place as one line, written to the file `summary` (apgasrun
+# prints it once the job has ended), and passes everything else through at once, line by line:
+# the places' own output, and any banner it does not know (a launch error, a lost node).
+#
+# Written for mawk as well as gawk: no interval expressions, no match() with captures.
+#   awk -v summary=FILE -f mpiexec_summary.awk
+
+function is_dashes(line) {
+  return line ~ /^-------------------------------------------------+$/
+}
+
+# The word after `key` in `text` ("" if none), trailing punctuation of both ignored.
+function word_after(text, key,   n, w, i) {
+  n = split(text, w, /[ \t\n]+/)
+  for (i = 1; i < n; i++) {
+    sub(/[.,:]+$/, "", w[i])
+    if (w[i] == key) { sub(/[.,:]+$/, "", w[i + 1]); return w[i + 1] }
+  }
+  return ""
+}
+
+# The first failure a banner names wins: one line from the launcher, however many banners.
+function found(line) {
+  if (first == "") first = line
+}
+
+# What a finished banner says, if it is one of Open MPI's ends of a failed job.
+function end_banner(   text, i, rank, sig, name, code, pid) {
+  text = ""
+  for (i = 1; i <= n; i++) text = text " " lines[i]
+  if (text ~ /mpiexec noticed that process rank [0-9]+ with PID [0-9]+ on node .* exited on signal/) {
+    rank = word_after(text, "rank")
+    sig = word_after(text, "signal")
+    name = text
+    sub(/.*exited on signal [0-9]+ *\(?/, "", name)
+    sub(/\)?\.? *$/, "", name)
+    pid = word_after(text, "PID") # 0 when Open MPI did not learn it
+    found("place " rank " (node " word_after(text, "node") (pid != "0" ? ", pid " pid : "") \
+          ") was killed by signal " sig (name != "" ? " (" name ")" : ""))
+    return 1
+  }
+  if (text ~ /exited with non-zero status/ && text ~ /Process name: \[\[[0-9]+,[0-9]+\],[0-9]+\]/) {
+    rank = text
+    sub(/.*Process name: \[\[[0-9]+,[0-9]+\],/, "", rank)
+    sub(/\].*/, "", rank)
+    code = word_after(text, "code")
+    found("place " rank " exited with code " code)
+    return 1
+  }
+  if (text ~ /mpiexec has exited due to process rank [0-9]+/) {
+    found("place " word_after(text, "rank") " (node " word_after(text, "node") \
+          ") exited without shutting MPI down")
+    return 1
+  }
+  if (text ~ /MPI_ABORT was invoked on rank [0-9]+/) {
+    found("place " word_after(text, "rank") " called MPI_Abort (error code " \
+          word_after(text, "errorcode") ")")
+    return 1
+  }
+  if (text ~ /Primary job +terminated normally, but [0-9]+ process(es)? returned/ ||
+      text ~ /Per user-direction, the job has been aborted/) {
+    unnamed = 1 # says that a place failed, not which: another banner usually does
+    return 1
+  }
+  return 0
+}
+
+function pass_banner(   i) {
+  print opening
+  for (i = 1; i <= n; i++) print lines[i]
+  fflush()
+}
+
+{
+  if (in_banner) {
+    if (is_dashes($0)) {
+      in_banner = 0
+      if (!end_banner()) { pass_banner(); print; fflush() }
+    } else {
+      lines[++n] = $0
+    }
+    next
+  }
+  if (is_dashes($0)) {
+    in_banner = 1
+    opening = $0
+    n = 0
+    next
+  }
+  print
+  fflush()
+}
+
+END {
+  if (in_banner) pass_banner() # cut off: show what there was
+  if (first == "" && unnamed) first = "a place failed (mpiexec did not say which)"
+  if (first != "") print first > summary
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# How apgasrun ends a failed job: the places' own lines, then one line of apgasrun's naming the
+# place that failed and how, and none of Open MPI's banners (--verbose shows them).
+#   job_failure_check.sh APGASRUN JOB_END_PROGRAM
+set -uo pipefail
+apgasrun=$1
+job_end=$2
+status=0
+err=$(mktemp)
+trap 'rm -f "$err"' EXIT
+
+fail() { echo "FAILED: $*"; echo "--- stderr:"; cat "$err"; status=1; }
+
+# check NAME RC LAST_LINE_REGEX -- apgasrun arguments...
+check() {
+  local name=$1 want_rc=$2 last=$3
+  shift 4
+  local rc=0
+  "$apgasrun" "$@" 2>"$err" >/dev/null || rc=$?
+  ((rc == want_rc)) || { fail "$name: exit code $rc, expected $want_rc"; return; }
+  grep -Eq -- '^-{20,}$|Primary job|mpiexec noticed|mpiexec detected' "$err" &&
+    { fail "$name: Open MPI's banner is still there"; return; }
+  local lines
+  lines=$(grep -c '^apgasrun: ' "$err")
+  # The command line, which apgasrun echoes, and the one line at the end.
+  ((lines == 2)) || { fail "$name: $lines lines of apgasrun's, expected 2"; return; }
+  tail -n 1 "$err" | grep -Eq -- "$last" ||
+    { fail "$name: the last line does not match '$last'"; return; }
+  echo "$name: $(tail -n 1 "$err")"
+}
+
+at_place_1() { echo "if [ \"\$OMPI_COMM_WORLD_RANK\" = 1 ]; then $1; fi; sleep 1"; }
+
+check exit_code 3 '^apgasrun: place 1 exited with code 3$' -- \
+  -n 2 --threads 1 sh -c "$(at_place_1 'exit 3')"
+check killed 137 '^apgasrun: place 1 \(node [^ ]+\) was killed by signal 9 \(Killed\)$' -- \
+  -n 2 --threads 1 sh -c "$(at_place_1 'kill -9 $$')"
+check uncaught 1 '^apgasrun: place [01] exited with code 1$' -- \
+  -n 2 --threads 1 "$job_end" uncaught
+grep -q '^apgas: place 1: uncaught .*the last place fails' "$err" ||
+  fail "uncaught: the place's own line is gone"
+
+# A program's own lines of dashes are its output, and pass.
+"$apgasrun" -n 2 --threads 1 sh -c 'echo ----------------------------------------- >&2; echo mine >&2' \
+  2>"$err" >/dev/null || fail "dashes: exited $?"
+[[ $(grep -c '^-----------------------------------------$' "$err") == 2 && $(grep -c '^mine$' "$err") == 2 ]] ||
+  fail "dashes: the program's own stderr was changed"
+
+# --verbose: Open MPI's banners as they are.
+"$apgasrun" --verbose -n 2 --threads 1 sh -c "$(at_place_1 'exit 3')" 2>"$err" >/dev/null
+grep -q 'Primary job' "$err" || fail "verbose: no banner from Open MPI"
+exit "$status"
