@@ -1,6 +1,6 @@
 // The network's side of teams and their collectives: communicators and nonblocking
 // collectives (MPI's), started by an activity and completed by the place's polling, which then
-// wakes the activity (places/include/apgas/team.hpp). A transport that has them returns this
+// wakes the activity (data/include/apgas/team.hpp). A transport that has them returns this
 // interface from transport::collectives(): MPI (places/src/transport/mpi_collectives.cpp) and
 // the one-place transport (every collective of one member completes at once).
 #pragma once
