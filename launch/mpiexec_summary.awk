@@ -4,7 +4,8 @@
 # normally, but 1 process returned a non-zero exit code...", "mpiexec noticed that process rank
 # 1 with PID 7 on node n1 exited on signal 9 (Killed).", and more. This filter drops those, keeps
 # what they say about the failed place as one line, written to the file `summary` (apgasrun
-# prints it once the job has ended), and passes everything else through at once, line by line:
+# prints it once the job has ended; "?" when the banners said only that a place failed, which
+# Open MPI does now and then for a place killed by a signal), and passes everything else through at once, line by line:
 # the places' own output, and any banner it does not know (a launch error, a lost node).
 #
 # Written for mawk as well as gawk: no interval expressions, no match() with captures.
@@ -98,6 +99,7 @@ function pass_banner(   i) {
 
 END {
   if (in_banner) pass_banner() # cut off: show what there was
-  if (first == "" && unnamed) first = "a place failed (mpiexec did not say which)"
+  # Only "a place failed": apgasrun words it from the job's exit status.
+  if (first == "" && unnamed) first = "?"
   if (first != "") print first > summary
 }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # How apgasrun ends a failed job: the places' own lines, then one line of apgasrun's naming the
 # place that failed and how, and none of Open MPI's banners (--verbose shows them).
-#   job_failure_check.sh APGASRUN JOB_END_PROGRAM
+#   job_failure_check.sh APGASRUN JOB_END_PROGRAM RANK_DEATH_PROGRAM
 set -uo pipefail
 apgasrun=$1
 job_end=$2
+rank_death=$3
 status=0
 err=$(mktemp)
 trap 'rm -f "$err"' EXIT
@@ -34,6 +35,10 @@ at_place_1() { echo "if [ \"\$OMPI_COMM_WORLD_RANK\" = 1 ]; then $1; fi; sleep 1
 check exit_code 3 '^apgasrun: place 1 exited with code 3$' -- \
   -n 2 --threads 1 sh -c "$(at_place_1 'exit 3')"
 check killed 137 '^apgasrun: place 1 \(node [^ ]+\) was killed by signal 9 \(Killed\)$' -- \
+  -n 2 --threads 1 "$rank_death" kill-in-at
+# A shell killed while the other place sleeps: Open MPI's banners now and then say only that a
+# place failed; the line then says what the exit status does.
+check killed_shell 137 '^apgasrun: (place 1 \(node [^ ]+\) was killed by signal 9 \(Killed\)|a place was killed by signal 9 \(KILL\); mpiexec did not say which)$' -- \
   -n 2 --threads 1 sh -c "$(at_place_1 'kill -9 $$')"
 check uncaught 1 '^apgasrun: place [01] exited with code 1$' -- \
   -n 2 --threads 1 "$job_end" uncaught
