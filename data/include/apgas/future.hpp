@@ -42,7 +42,7 @@ class future;
 
 namespace detail {
 
-/// @brief Prints an exception that no awaiter saw (places/src/future.cpp).
+/// @brief Prints an exception that no awaiter saw (data/src/future.cpp).
 void report_unobserved(const std::exception_ptr& error) noexcept;
 
 /// @brief What a future's work leaves for its awaiter. Thread-safety: any thread (the lock).

@@ -1,6 +1,6 @@
 // The machinery of <apgas/team.hpp>: how a collective's values look to the network, the
 // buffers each kind of collective keeps while it runs, and the awaitable that starts one and
-// suspends its activity until the place's polling completes it (places/src/team.cpp).
+// suspends its activity until the place's polling completes it (data/src/team.cpp).
 #pragma once
 
 #include "apgas/detail/activity.hpp"
@@ -30,7 +30,7 @@
 namespace apgas::detail {
 
 /// @brief A team at this place: its handle in the network, its members, this place's rank.
-/// Its last copy frees the handle (places/src/team.cpp).
+/// Its last copy frees the handle (data/src/team.cpp).
 struct team_state;
 
 /// @brief A collective started by an activity of this place and not yet completed: in the
