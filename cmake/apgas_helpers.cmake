@@ -70,6 +70,7 @@ function(apgas_add_unit_test)
   if(NOT arg_NAME OR NOT arg_SOURCES)
     message(FATAL_ERROR "apgas_add_unit_test: NAME and SOURCES are required")
   endif()
+
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "apgas_add_unit_test(${arg_NAME}): unknown arguments: ${arg_UNPARSED_ARGUMENTS}")
   endif()
@@ -84,6 +85,13 @@ function(apgas_add_unit_test)
     find_package(GTest REQUIRED GLOBAL)
   endif()
 
+  # A build against another MPI (the mpich preset) builds and runs only the tests that talk to
+  # MPI: a unit test is then a target that is not built.
+  if(APGAS_TESTS_WITH_MPI_ONLY)
+    add_executable(${arg_TARGET} EXCLUDE_FROM_ALL ${arg_SOURCES})
+    target_link_libraries(${arg_TARGET} PRIVATE ${arg_LIBS} GTest::gtest_main)
+    return()
+  endif()
   add_executable(${arg_TARGET} ${arg_SOURCES})
   target_link_libraries(${arg_TARGET} PRIVATE ${arg_LIBS} GTest::gtest_main)
   apgas_set_warnings(${arg_TARGET})

@@ -84,8 +84,11 @@ function(apgas_install)
   install(FILES "${PROJECT_BINARY_DIR}/apgas.pc" DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 
   install(PROGRAMS "${PROJECT_SOURCE_DIR}/launch/apgasrun" DESTINATION "${CMAKE_INSTALL_BINDIR}")
-  # apgasrun's filter of mpiexec's end-of-job banners, found from bin/ as ../libexec/apgas/.
+  # apgasrun's filter of mpiexec's end-of-job banners and its ssh for MPICH's mpiexec, found
+  # from bin/ as ../libexec/apgas/.
   install(FILES "${PROJECT_SOURCE_DIR}/launch/mpiexec_summary.awk"
+          DESTINATION "${CMAKE_INSTALL_LIBEXECDIR}/apgas")
+  install(PROGRAMS "${PROJECT_SOURCE_DIR}/launch/apgas-ssh"
           DESTINATION "${CMAKE_INSTALL_LIBEXECDIR}/apgas")
 
   # cpack -G DEB in the build directory: libapgas-dev_<version>_<arch>.deb, installed under /usr.

@@ -2,11 +2,16 @@
 #
 # Open MPI ends a failed job with banners between lines of dashes: "Primary job terminated
 # normally, but 1 process returned a non-zero exit code...", "mpiexec noticed that process rank
-# 1 with PID 7 on node n1 exited on signal 9 (Killed).", and more. This filter drops those, keeps
-# what they say about the failed place as one line, written to the file `summary` (apgasrun
-# prints it once the job has ended; "?" when the banners said only that a place failed, which
-# Open MPI does now and then for a place killed by a signal), and passes everything else through at once, line by line:
-# the places' own output, and any banner it does not know (a launch error, a lost node).
+# 1 with PID 7 on node n1 exited on signal 9 (Killed).", and more. MPICH's mpiexec (Hydra) ends
+# one with a box of "=" lines ("BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES", a pid,
+# an exit code) and "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)". This
+# filter drops those, keeps what they say about the failed place as one line, written to the
+# file `summary` (apgasrun prints it once the job has ended), and passes everything else
+# through at once, line by line: the places' own output, and any banner it does not know (a
+# launch error, a lost node). The line is "?" when the banners said only that a place failed
+# (Open MPI does so now and then for a place killed by a signal; Hydra names no rank ever);
+# apgasrun then words it from the job's exit status, and a second line "signal N NAME" gives
+# the signal Hydra named, whose number is all its exit status says.
 #
 # Written for mawk as well as gawk: no interval expressions, no match() with captures.
 #   awk -v summary=FILE -f mpiexec_summary.awk
@@ -71,13 +76,59 @@ function end_banner(   text, i, rank, sig, name, code, pid) {
   return 0
 }
 
+function pass_box(   i) {
+  if (blank_held) { print ""; blank_held = 0 }
+  print opening
+  for (i = 1; i <= n; i++) print lines[i]
+  fflush()
+}
+
 function pass_banner(   i) {
   print opening
   for (i = 1; i <= n; i++) print lines[i]
   fflush()
 }
 
+function is_equals(line) {
+  return line ~ /^=========================================+$/
+}
+
+# Hydra's box is all about a process whose rank it does not know: nothing in it names a place.
+function hydra_box_known(   i, text) {
+  text = ""
+  for (i = 1; i <= n; i++) text = text " " lines[i]
+  if (text !~ /BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES/) return 0
+  unnamed = 1
+  return 1
+}
+
+# Hydra's lines after its box.
+/^YOUR APPLICATION TERMINATED WITH THE EXIT STRING: / && !in_banner && !in_box {
+  name = $0
+  sub(/^YOUR APPLICATION TERMINATED WITH THE EXIT STRING: */, "", name)
+  if (name ~ /\(signal [0-9]+\) *$/) {
+    sig = name
+    sub(/.*\(signal /, "", sig)
+    sub(/\).*/, "", sig)
+    sub(/ *\(signal [0-9]+\) *$/, "", name)
+    if (hydra_signal == "") hydra_signal = sig " " name
+  }
+  unnamed = 1
+  next
+}
+/^This typically refers to a problem with your application\.$/ && !in_banner && !in_box { next }
+/^Please see the FAQ page for debugging suggestions$/ && !in_banner && !in_box { next }
+
 {
+  if (in_box) {
+    if (is_equals($0)) {
+      in_box = 0
+      if (!hydra_box_known()) { pass_box(); print; fflush() }
+    } else {
+      lines[++n] = $0
+    }
+    next
+  }
   if (in_banner) {
     if (is_dashes($0)) {
       in_banner = 0
@@ -87,6 +138,20 @@ function pass_banner(   i) {
     }
     next
   }
+  if (is_equals($0)) {
+    in_box = 1
+    opening = $0
+    n = 0
+    blank_held = 0 # Hydra's blank line before its box goes with it
+    next
+  }
+  if ($0 == "") {
+    # Held until the next line shows whether it opens Hydra's box.
+    if (blank_held) { print ""; fflush() }
+    blank_held = 1
+    next
+  }
+  if (blank_held) { print ""; blank_held = 0 }
   if (is_dashes($0)) {
     in_banner = 1
     opening = $0
@@ -99,7 +164,10 @@ function pass_banner(   i) {
 
 END {
   if (in_banner) pass_banner() # cut off: show what there was
+  if (in_box) pass_box()
+  if (blank_held) print ""
   # Only "a place failed": apgasrun words it from the job's exit status.
   if (first == "" && unnamed) first = "?"
   if (first != "") print first > summary
+  if (first == "?" && hydra_signal != "") print "signal " hydra_signal > summary
 }

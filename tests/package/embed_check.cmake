@@ -23,6 +23,15 @@ foreach(package GTest benchmark TBB OpenMP Python3)
   list(APPEND options "-DCMAKE_DISABLE_FIND_PACKAGE_${package}=ON")
 endforeach()
 
+# Both ways compile the same sources with the same flags: with ccache at hand (launch/setup
+# installs it), the second compiles none of them again. The cache is the tests' own.
+find_program(ccache ccache)
+if(ccache)
+  list(APPEND options "-DCMAKE_CXX_COMPILER_LAUNCHER=${ccache}")
+  get_filename_component(cache "${WORK}/../embed-ccache" ABSOLUTE)
+  set(ENV{CCACHE_DIR} "${cache}")
+endif()
+
 file(REMOVE_RECURSE "${WORK}")
 file(WRITE "${build}/.cmake/api/v1/query/codemodel-v2" "")
 step("configure a project that embeds apgas (${EMBED})"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# apgasrun's filter of mpiexec's stderr (launch/mpiexec_summary.awk) on Open MPI 4.1's own
-# banners of failed jobs, recorded with `apgasrun --verbose` in banners/: which line it keeps
-# for apgasrun, and that everything else passes unchanged. The live jobs are in
+# apgasrun's filter of mpiexec's output (launch/mpiexec_summary.awk) on the banners of failed
+# jobs of Open MPI 4.1 (stderr, recorded with `apgasrun --verbose`) and of MPICH 4.0's Hydra
+# (stdout), in banners/: which line it keeps for apgasrun, and that everything else passes
+# unchanged. The live jobs are in
 # job_failure_check.sh; these cases do not depend on what Open MPI happens to print in a run.
 #   summary_filter_check.sh AWK_FILE BANNER_DIR
 set -uo pipefail
@@ -35,4 +36,8 @@ case_of openmpi_unnamed '?' ''
 case_of openmpi_mpiabort 'place 1 called MPI_Abort (error code 7)' ''
 case_of openmpi_nofin 'place 1 (node vm) exited without shutting MPI down' ''
 case_of openmpi_program_dashes '' "$(cat "$dir/openmpi_program_dashes.txt")"
+# Hydra names no rank; the signal it names is all its exit status says (9 for SIGKILL).
+case_of hydra_killed $'?\nsignal 9 Killed' 'rank_death: place 1 dies now (kill)'
+case_of hydra_aborted $'?\nsignal 6 Aborted' 'rank_death: place 1 dies now (abort)'
+case_of hydra_program_lines '' "$(cat "$dir/hydra_program_lines.txt")"
 exit "$status"

@@ -15,7 +15,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -42,6 +44,22 @@ constexpr std::string_view k_modes[] = {
 
 enum class target { every_place, last_place, launcher };
 
+/// The job's launcher on this node: Open MPI's mpiexec is a rank's parent; MPICH's (Hydra)
+/// starts the ranks through a proxy, hydra_pmi_proxy, whose parent it is.
+pid_t launcher() {
+  const pid_t parent = ::getppid();
+  std::ifstream comm("/proc/" + std::to_string(parent) + "/comm");
+  std::string name;
+  std::getline(comm, name);
+  if (name != "hydra_pmi_proxy") return parent;
+  // /proc/PID/stat: "pid (comm) state ppid ...", the name in parentheses without spaces here.
+  std::ifstream stat("/proc/" + std::to_string(parent) + "/stat");
+  std::string pid, paren_comm, state;
+  pid_t grandparent = parent;
+  stat >> pid >> paren_comm >> state >> grandparent;
+  return grandparent;
+}
+
 /// Once every place serves the run, the signal goes out; the run then waits to be ended.
 task<> stop(int sig, target to) {
   // Every place is inside the runtime, its handlers installed, and tells its process id.
@@ -49,7 +67,7 @@ task<> stop(int sig, target to) {
   std::printf("job_end: every place runs; sending signal %d\n", sig);
   std::fflush(stdout);
   if (to == target::launcher) {
-    ::kill(::getppid(), sig); // a rank's parent on its node is Open MPI's launcher
+    ::kill(launcher(), sig);
   } else if (to == target::last_place) {
     ::kill(static_cast<pid_t>(pids.back()), sig);
   } else {
