@@ -13,6 +13,7 @@
 #include "apgas_kernels.hpp"
 #include "app_case.hpp"
 #include "floor_kernels.hpp"
+#include "machine_state.hpp"
 #include "suite_cases.hpp"
 #include <apgas_apps/fib.hpp>
 #include <apgas_apps/flat_loop.hpp>
@@ -1018,17 +1019,6 @@ void print_checks(std::FILE* out, const std::vector<row>& rows, const std::vecto
   }
 }
 
-std::string load_average() {
-  std::FILE* f = std::fopen("/proc/loadavg", "r");
-  if (f == nullptr) return "unknown";
-  char buf[128] = {};
-  const bool ok = std::fgets(buf, sizeof buf, f) != nullptr;
-  std::fclose(f);
-  std::string s = ok ? buf : "unknown";
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -1049,8 +1039,7 @@ int main(int argc, char** argv) {
              "peer not built",
 #endif
              s.quick ? ", --quick sizes" : "");
-  fmt::print(human, "load average at start: {}\n", load_average());
-  std::fflush(human);
+  apgas_bench::print_machine_state(human);
 
   std::vector<app_case> cases;
   auto append = [&](std::vector<app_case> more) {
@@ -1069,7 +1058,8 @@ int main(int argc, char** argv) {
   for (const app_case& c : cases) run_case(ctx, c, rows);
   std::fputc('\n', stderr);
 
-  fmt::print(human, "load average at end: {}\n", load_average());
+  fmt::print(human, "at the end: {}\n",
+             apgas_bench::describe_machine(apgas_bench::read_machine_state()));
   print_table(human, rows);
   print_checks(human, rows, cases, s);
   if (s.json) print_json(stdout, rows);

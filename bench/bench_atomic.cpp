@@ -23,6 +23,7 @@
 #include <apgas/detail/spin_lock.hpp>
 
 #include "atomic_stream.hpp"
+#include "machine_state.hpp"
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -398,6 +399,7 @@ void buffer_section(const settings& s) {
 int main(int argc, char** argv) {
   const settings s = parse(argc, argv);
   std::printf("bench_atomic: best of %d runs\n", s.reps);
+  apgas_bench::print_machine_state();
   auto wanted = [&](std::string_view section) { return s.only.find(section) != std::string::npos; };
   if (wanted("blocks")) atomic_blocks_section(s);
   if (wanted("lock")) lock_section(s);

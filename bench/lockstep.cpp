@@ -15,6 +15,7 @@
 #include <apgas_apps/averaging.hpp>
 #include <apgas_apps/heat.hpp>
 
+#include "machine_state.hpp"
 #ifdef APGAS_BENCH_HAVE_OPENMP
 #include "peers/omp_lockstep.hpp"
 #endif
@@ -173,9 +174,10 @@ int main(int argc, char** argv) {
   if (cases.empty()) usage_exit("--only names no case (averaging, heat, heat-512)");
 
   fmt::print("bench_lockstep: phase loops at one place, apgas (a clock, 8 activities) against "
-             "OpenMP (a worksharing loop and a barrier per phase); medians of {} rounds\n\n",
+             "OpenMP (a worksharing loop and a barrier per phase); medians of {} rounds\n",
              s.rounds);
-  fmt::print("| case | phases | sequential s | workers | OpenMP s | apgas s | apgas / OpenMP |\n");
+  apgas_bench::print_machine_state();
+  fmt::print("\n| case | phases | sequential s | workers | OpenMP s | apgas s | apgas / OpenMP |\n");
   fmt::print("|---|---:|---:|---:|---:|---:|---:|\n");
   for (const bench_case& c : cases) {
     const auto t0 = std::chrono::steady_clock::now();

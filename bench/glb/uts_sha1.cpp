@@ -8,6 +8,7 @@
 // (the best of --reps), so that other jobs on the machine do not count.
 //
 //   bench_uts_sha1 [--tree T1|T1L|T3] [--reps R] [--hashes N] [--skip-oneshot]
+#include "../machine_state.hpp"
 #include "apgas_apps/uts.hpp"
 #include <fmt/format.h>
 
@@ -128,6 +129,7 @@ int main(int argc, char** argv) {
   fmt::print("UTS sequential search of {} ({} nodes) and SHA-1 on its 24-byte input, best of {} "
              "(CPU time)\n",
              p.describe(), p.known_nodes(), reps);
+  apgas_bench::print_machine_state();
   std::vector<row> rows;
   rows.push_back(measure<uts::sha1_portable>(t, p.known_nodes(), reps, hashes, true));
   rows.push_back(measure<uts::sha1_avx512>(t, p.known_nodes(), reps, hashes, true));

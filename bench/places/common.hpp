@@ -19,6 +19,8 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include "../machine_state.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <charconv>
@@ -245,13 +247,17 @@ private:
   std::thread m_thread;
 };
 
-/// @brief One line describing the runtime's configuration (printed by every benchmark).
+/// @brief The runtime's configuration and the machine's state as the run starts (printed by
+/// every benchmark): two lines, and a third with a warning when the machine is not quiet.
 inline std::string describe(const apgas::runtime& rt, int mpi_level) {
   const auto& o = rt.opts();
+  const machine_state machine = read_machine_state();
+  const std::string warning = load_warning(machine);
   return fmt::format("places {}, threads/place {}, coalesce {}, coalesce-bytes {}, flush-us {}, "
-                     "spin {}, MPI {}",
+                     "spin {}, MPI {}\n  {}{}{}",
                      rt.places(), rt.threads(), o.coalesce ? "yes" : "no", o.coalesce_bytes,
-                     o.flush_us, o.spin_us, thread_level_name(mpi_level));
+                     o.flush_us, o.spin_us, thread_level_name(mpi_level),
+                     describe_machine(machine), warning.empty() ? "" : "\n  ", warning);
 }
 
 } // namespace apgas_bench
