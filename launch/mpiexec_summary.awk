@@ -76,14 +76,9 @@ function end_banner(   text, i, rank, sig, name, code, pid) {
   return 0
 }
 
-function pass_box(   i) {
-  if (blank_held) { print ""; blank_held = 0 }
-  print opening
-  for (i = 1; i <= n; i++) print lines[i]
-  fflush()
-}
-
-function pass_banner(   i) {
+# A held banner or box that is none of the launchers' ends, passed through as it was.
+function pass_held(   i) {
+  if (held_blank) { print ""; held_blank = 0 }
   print opening
   for (i = 1; i <= n; i++) print lines[i]
   fflush()
@@ -103,7 +98,7 @@ function hydra_box_known(   i, text) {
 }
 
 # Hydra's lines after its box.
-/^YOUR APPLICATION TERMINATED WITH THE EXIT STRING: / && !in_banner && !in_box {
+/^YOUR APPLICATION TERMINATED WITH THE EXIT STRING: / && held == "" {
   name = $0
   sub(/^YOUR APPLICATION TERMINATED WITH THE EXIT STRING: */, "", name)
   if (name ~ /\(signal [0-9]+\) *$/) {
@@ -116,33 +111,27 @@ function hydra_box_known(   i, text) {
   unnamed = 1
   next
 }
-/^This typically refers to a problem with your application\.$/ && !in_banner && !in_box { next }
-/^Please see the FAQ page for debugging suggestions$/ && !in_banner && !in_box { next }
+/^This typically refers to a problem with your application\.$/ && held == "" { next }
+/^Please see the FAQ page for debugging suggestions$/ && held == "" { next }
 
 {
-  if (in_box) {
-    if (is_equals($0)) {
-      in_box = 0
-      if (!hydra_box_known()) { pass_box(); print; fflush() }
-    } else {
-      lines[++n] = $0
-    }
-    next
-  }
-  if (in_banner) {
-    if (is_dashes($0)) {
-      in_banner = 0
-      if (!end_banner()) { pass_banner(); print; fflush() }
+  # Inside a held box (Hydra's, between "=" lines) or banner (Open MPI's, between dashes).
+  if (held != "") {
+    if ((held == "box" && is_equals($0)) || (held == "banner" && is_dashes($0))) {
+      known = held == "box" ? hydra_box_known() : end_banner()
+      held = ""
+      if (!known) { pass_held(); print; fflush() }
     } else {
       lines[++n] = $0
     }
     next
   }
   if (is_equals($0)) {
-    in_box = 1
+    held = "box"
     opening = $0
     n = 0
-    blank_held = 0 # Hydra's blank line before its box goes with it
+    held_blank = blank_held # Hydra's blank line before its box goes with it
+    blank_held = 0
     next
   }
   if ($0 == "") {
@@ -153,9 +142,10 @@ function hydra_box_known(   i, text) {
   }
   if (blank_held) { print ""; blank_held = 0 }
   if (is_dashes($0)) {
-    in_banner = 1
+    held = "banner"
     opening = $0
     n = 0
+    held_blank = 0
     next
   }
   print
@@ -163,8 +153,7 @@ function hydra_box_known(   i, text) {
 }
 
 END {
-  if (in_banner) pass_banner() # cut off: show what there was
-  if (in_box) pass_box()
+  if (held != "") pass_held() # cut off: show what there was
   if (blank_held) print ""
   # Only "a place failed": apgasrun words it from the job's exit status.
   if (first == "" && unnamed) first = "?"
