@@ -12,10 +12,9 @@
 // rounds; the table gives apgas / OpenMP per worker count.
 #include <apgas/apgas.hpp>
 
+#include "machine_state.hpp"
 #include <apgas_apps/averaging.hpp>
 #include <apgas_apps/heat.hpp>
-
-#include "machine_state.hpp"
 #ifdef APGAS_BENCH_HAVE_OPENMP
 #include "peers/omp_lockstep.hpp"
 #endif
@@ -177,7 +176,8 @@ int main(int argc, char** argv) {
              "OpenMP (a worksharing loop and a barrier per phase); medians of {} rounds\n",
              s.rounds);
   apgas_bench::print_machine_state();
-  fmt::print("\n| case | phases | sequential s | workers | OpenMP s | apgas s | apgas / OpenMP |\n");
+  fmt::print(
+      "\n| case | phases | sequential s | workers | OpenMP s | apgas s | apgas / OpenMP |\n");
   fmt::print("|---|---:|---:|---:|---:|---:|---:|\n");
   for (const bench_case& c : cases) {
     const auto t0 = std::chrono::steady_clock::now();

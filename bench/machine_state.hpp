@@ -37,10 +37,9 @@ inline machine_state read_machine_state() {
 
 /// @brief "machine: load 0.12 0.30 0.41 (1, 5, 15 min), 2 CPUs, cpufreq governor performance".
 inline std::string describe_machine(const machine_state& m) {
-  const std::string load =
-      m.load_1min < 0 ? std::string("load unknown")
-                      : fmt::format("load {:.2f} {:.2f} {:.2f} (1, 5, 15 min)", m.load_1min,
-                                    m.load_5min, m.load_15min);
+  const std::string load = m.load_1min < 0 ? std::string("load unknown")
+                                           : fmt::format("load {:.2f} {:.2f} {:.2f} (1, 5, 15 min)",
+                                                         m.load_1min, m.load_5min, m.load_15min);
   return fmt::format("machine: {}, {} CPUs, cpufreq governor {}", load, m.cpus,
                      m.governor.empty() ? "none (no cpufreq here)" : m.governor);
 }

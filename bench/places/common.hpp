@@ -16,10 +16,9 @@
 #include <apgas/apgas.hpp>
 #include <apgas/detail/message_dispatcher.hpp>
 
+#include "../machine_state.hpp"
 #include <fmt/format.h>
 #include <mpi.h>
-
-#include "../machine_state.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -256,8 +255,8 @@ inline std::string describe(const apgas::runtime& rt, int mpi_level) {
   return fmt::format("places {}, threads/place {}, coalesce {}, coalesce-bytes {}, flush-us {}, "
                      "spin {}, MPI {}\n  {}{}{}",
                      rt.places(), rt.threads(), o.coalesce ? "yes" : "no", o.coalesce_bytes,
-                     o.flush_us, o.spin_us, thread_level_name(mpi_level),
-                     describe_machine(machine), warning.empty() ? "" : "\n  ", warning);
+                     o.flush_us, o.spin_us, thread_level_name(mpi_level), describe_machine(machine),
+                     warning.empty() ? "" : "\n  ", warning);
 }
 
 } // namespace apgas_bench
