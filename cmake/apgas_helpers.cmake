@@ -70,7 +70,6 @@ function(apgas_add_unit_test)
   if(NOT arg_NAME OR NOT arg_SOURCES)
     message(FATAL_ERROR "apgas_add_unit_test: NAME and SOURCES are required")
   endif()
-
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "apgas_add_unit_test(${arg_NAME}): unknown arguments: ${arg_UNPARSED_ARGUMENTS}")
   endif()
@@ -87,13 +86,15 @@ function(apgas_add_unit_test)
 
   # A build against another MPI (the mpich preset) builds and runs only the tests that talk to
   # MPI: a unit test is then a target that is not built.
+  set(not_built)
   if(APGAS_TESTS_WITH_MPI_ONLY)
-    add_executable(${arg_TARGET} EXCLUDE_FROM_ALL ${arg_SOURCES})
-    target_link_libraries(${arg_TARGET} PRIVATE ${arg_LIBS} GTest::gtest_main)
+    set(not_built EXCLUDE_FROM_ALL)
+  endif()
+  add_executable(${arg_TARGET} ${not_built} ${arg_SOURCES})
+  target_link_libraries(${arg_TARGET} PRIVATE ${arg_LIBS} GTest::gtest_main)
+  if(APGAS_TESTS_WITH_MPI_ONLY)
     return()
   endif()
-  add_executable(${arg_TARGET} ${arg_SOURCES})
-  target_link_libraries(${arg_TARGET} PRIVATE ${arg_LIBS} GTest::gtest_main)
   apgas_set_warnings(${arg_TARGET})
 
   set(labels unit ${arg_LABELS})
