@@ -5,5 +5,6 @@
 #include "apgas/exceptions.hpp"
 #include "apgas/finish.hpp"
 #include "apgas/local_runtime.hpp"
+#include "apgas/on_demand.hpp"
 #include "apgas/options.hpp"
 #include "apgas/task.hpp"

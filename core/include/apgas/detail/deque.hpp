@@ -154,6 +154,11 @@ public:
     if (!m_wanted.load(std::memory_order_relaxed)) m_wanted.store(true, std::memory_order_relaxed);
   }
 
+  /// @brief Owner only: the flag want_work raises. An activity that splits its own work when
+  /// asked (apgas/on_demand.hpp) reads it with a relaxed load, as push() does: a request seen
+  /// late is answered at the next look, and the split's own push lowers it (answer_request).
+  const std::atomic<bool>& wanted_flag() const noexcept { return m_wanted; }
+
   /// @brief Owner only: number of items, public and private (exact without thieves).
   std::int64_t size_estimate() const noexcept {
     // relaxed: a hint (a stale top only overstates the count).

@@ -117,6 +117,12 @@ public:
   /// as a new strand before anyone can observe the steal.
   deque_item steal_from() noexcept;
 
+  /// @brief Owner only: raised while a thief that found nothing public waits for this worker
+  /// to share (see ws_deque::wanted_flag).
+  const std::atomic<bool>& work_wanted_flag() const noexcept { return m_deque.wanted_flag(); }
+  /// @brief Any thread: asks this worker to share work, as a thief that found nothing does.
+  void ask_for_work() noexcept { m_deque.want_work(); }
+
   scheduler& sched() const noexcept { return *m_sched; }
   unsigned index() const noexcept { return m_index; }
   std::uint64_t next_random() noexcept { // xorshift64*, owner only
