@@ -1,6 +1,7 @@
-// spanning-tree <random N M | torus N | hypercube N | bintree N> [--depth-limit D] [--seed S]:
-// builds a spanning tree of a generated graph with apgas (depth-limited parallel DFS with
-// overflow stages), times it against the sequential explicit-stack DFS, and checks every tree.
+// spanning-tree <random N M | torus N | hypercube N | bintree N> [--method on-demand|depth-limited]
+// [--depth-limit D] [--seed S]: builds a spanning tree of a generated graph with apgas (the
+// sequential DFS split on demand, or the depth-limited parallel DFS with overflow stages), times
+// it against the sequential explicit-stack DFS, and checks every tree.
 //
 // The graph lives at place 0, and so does the traversal: under several places the others only
 // serve (as for fib). Generating the graph is a run of its own, so that a failure there (out of
@@ -27,6 +28,9 @@ constexpr vertex_id k_root = 0;
 constexpr unsigned k_max_depth_limit = 1000000000;
 
 enum class graph_kind : std::uint8_t { random, torus, hypercube, bintree };
+
+/// How apgas builds the tree (see spanning_tree.hpp).
+enum class method : std::uint8_t { on_demand, depth_limited };
 
 constexpr std::array<std::string_view, 4> k_kind_names = {"random", "torus", "hypercube",
                                                           "bintree"};
@@ -78,6 +82,15 @@ graph_kind parse_number<graph_kind>(std::string_view /*what*/, std::string_view 
   }
   throw apgas::usage_error(
       fmt::format("unknown graph '{}' (expected random, torus, hypercube or bintree)", text));
+}
+
+template <>
+method parse_number<method>(std::string_view /*what*/, std::string_view text, method /*lo*/,
+                            method /*hi*/) {
+  if (text == "on-demand") return method::on_demand;
+  if (text == "depth-limited") return method::depth_limited;
+  throw apgas::usage_error(
+      fmt::format("unknown method '{}' (expected on-demand or depth-limited)", text));
 }
 
 template <>
@@ -153,13 +166,17 @@ std::string check(const apgas_apps::csr_graph& g, const std::vector<vertex_id>& 
 
 int main(int argc, char** argv) {
   graph_spec spec;
+  method how = method::on_demand;
   unsigned depth_limit = apgas_apps::k_default_depth_limit;
   apgas_apps::cli cli(
       "spanning-tree",
-      "Spanning tree rooted at vertex 0 of a generated graph, twice: with apgas (a parallel\n"
-      "DFS whose recursion stops after D levels; vertices reached there start the next\n"
-      "stage) and sequentially (an explicit-stack DFS). Checks every tree. The graph lives\n"
-      "at place 0, where the traversal runs.\n"
+      "Spanning tree rooted at vertex 0 of a generated graph, twice: with apgas and\n"
+      "sequentially (an explicit-stack DFS). Checks every tree. The graph lives at place 0,\n"
+      "where the traversal runs. apgas methods:\n"
+      "  on-demand      the sequential DFS, whose oldest half of the stack goes to another\n"
+      "                 worker when that one asks for work (default)\n"
+      "  depth-limited  a parallel DFS whose recursion stops after D levels; vertices\n"
+      "                 reached there start the next stage\n"
       "\n"
       "Graphs (each vertex's edge order shuffled with seed S):\n"
       "  random N M     N vertices, each picks M random neighbours (2*M*N directed edges;\n"
@@ -173,8 +190,11 @@ int main(int argc, char** argv) {
                  spec.n, spec.n, spec.n);
   cli.positional("M", "random only: neighbours each vertex picks (1 to 1024)", spec.m, spec.m,
                  spec.m, /*required=*/false);
+  cli.option("--method", "on-demand|depth-limited", "how apgas builds the tree (see above)", how,
+             method::on_demand, method::depth_limited);
   cli.option("--depth-limit", "D",
-             fmt::format("recursion budget of each stage (default {}; 0 = one BFS level a stage)",
+             fmt::format("depth-limited: recursion budget of each stage (default {}; 0 = one BFS "
+                         "level a stage)",
                          apgas_apps::k_default_depth_limit),
              depth_limit, 0U, k_max_depth_limit);
   cli.option("--seed", "S", "graph generator seed (default 1)", spec.seed, std::uint64_t{0},
@@ -201,7 +221,10 @@ int main(int argc, char** argv) {
       if (lead) apgas_apps::reset_parents(parent);
       apgas_apps::spanning_tree_stats stats;
       const double s = apgas_apps::seconds_of([&] {
-        stats = rt.run([&] { return apgas_apps::spanning_tree(g, k_root, parent, depth_limit); });
+        if (how == method::on_demand)
+          rt.run([&] { return apgas_apps::spanning_tree_on_demand(g, k_root, parent); });
+        else
+          stats = rt.run([&] { return apgas_apps::spanning_tree(g, k_root, parent, depth_limit); });
       });
       if (!lead || check_error) continue;
       if (s < r.seconds) {
@@ -239,18 +262,25 @@ int main(int argc, char** argv) {
     r.verified = r.failure.empty();
     r.work = apgas_apps::work_amount{static_cast<double>(edges), "edges"};
     r.extra.add("graph", name).add("vertices", vertices).add("edges", edges);
-    r.extra.add("stages", best.stages).add("overflowed", best.overflowed);
-    r.extra.add("depth_limit", depth_limit).add("seed", spec.seed);
+    r.extra.add("method", how == method::on_demand ? "on-demand" : "depth-limited");
+    if (how == method::depth_limited) {
+      r.extra.add("stages", best.stages).add("overflowed", best.overflowed);
+      r.extra.add("depth_limit", depth_limit);
+    }
+    r.extra.add("seed", spec.seed);
     r.extra.add("gen_seconds", gen_seconds);
     r.extra.add("medges_per_second",
                 r.seconds > 0 ? static_cast<double>(edges) / r.seconds / 1e6 : 0.0);
     r.details.push_back(fmt::format("{}: {} vertices, {} directed edges, generated in {:.3f} s "
                                     "(seed {})",
                                     name, vertices, edges, gen_seconds, spec.seed));
-    r.details.push_back(fmt::format("depth limit {}: {} stage{} after the first traversal, {} "
-                                    "vertices overflowed (fastest run)",
-                                    depth_limit, best.stages, best.stages == 1 ? "" : "s",
-                                    best.overflowed));
+    if (how == method::depth_limited)
+      r.details.push_back(fmt::format("depth limit {}: {} stage{} after the first traversal, {} "
+                                      "vertices overflowed (fastest run)",
+                                      depth_limit, best.stages, best.stages == 1 ? "" : "s",
+                                      best.overflowed));
+    else
+      r.details.push_back("on-demand splitting: the sequential DFS, split when a worker asks");
     return r;
   };
   return cli.run(argc, argv, body);

@@ -117,22 +117,61 @@ TEST_P(on_demand_test, a_request_splits_the_range_in_halves) {
 }
 
 TEST_P(on_demand_test, a_request_hands_on_the_oldest_half_of_the_list) {
-  // One worker, work-first: root 0 pushes 1..8 (8 on top). Visiting 8 asks; the next look
-  // splits the 7 items waiting (1..7) and the oldest half (1..3) runs at once as a part of its
-  // own, then the rest (4..7) newest first.
+  // One worker, work-first: root 0 pushes 1..200 (200 on top); visiting 200 asks. The loop
+  // looks at the flag every k_items_between_looks (64) items: after 0 and 200..138, it splits
+  // the 137 items waiting (1..137), and the oldest half, 1..68, runs at once as a part of its
+  // own, newest first; then the rest, 137..69.
   if (threads() != 1 || policy() != apgas::policy::work_first)
     GTEST_SKIP() << "a predictable order at one worker under work-first only";
+  static_assert(apgas::detail::k_items_between_looks == 64, "the expected order assumes 64");
   std::vector<int> order;
   rt().run([&]() -> apgas::task<> {
     std::vector<int> roots(1, 0);
     co_await apgas::traverse_on_demand(std::move(roots), [&](int v, apgas::work_list<int>& more) {
       order.push_back(v);
       if (v == 0)
-        for (int k = 1; k <= 8; ++k) more.push(k);
-      if (v == 8) apgas::detail::ask_this_worker_for_work();
+        for (int k = 1; k <= 200; ++k) more.push(k);
+      if (v == 200) apgas::detail::ask_this_worker_for_work();
     });
   });
-  EXPECT_EQ(order, (std::vector<int>{0, 8, 3, 2, 1, 7, 6, 5, 4}));
+  std::vector<int> expected{0};
+  for (int v = 200; v >= 138; --v) expected.push_back(v);
+  for (int v = 68; v >= 1; --v) expected.push_back(v);
+  for (int v = 137; v >= 69; --v) expected.push_back(v);
+  EXPECT_EQ(order, expected);
+}
+
+TEST_P(on_demand_test, alone_until_a_split_and_again_once_the_other_parts_end) {
+  // One worker: the first part is alone; after a split (a request), the part that runs first
+  // is not (the other half waits as a part of its own); once that one has ended, the
+  // remaining part is alone again at its next look.
+  if (threads() != 1 || policy() != apgas::policy::work_first)
+    GTEST_SKIP() << "a predictable order at one worker under work-first only";
+  std::vector<std::pair<int, bool>> seen; // (item, alone)
+  rt().run([&]() -> apgas::task<> {
+    std::vector<int> roots(1, 0);
+    co_await apgas::traverse_on_demand(std::move(roots), [&](int v, apgas::work_list<int>& more) {
+      seen.emplace_back(v, more.alone());
+      if (v == 0)
+        for (int k = 1; k <= 400; ++k) more.push(k);
+      if (v == 400) apgas::detail::ask_this_worker_for_work();
+    });
+  });
+  ASSERT_EQ(seen.size(), 401U);
+  auto alone_at = [&](int v) {
+    for (const auto& [item, alone] : seen)
+      if (item == v) return alone;
+    ADD_FAILURE() << "item " << v << " not visited";
+    return false;
+  };
+  EXPECT_TRUE(alone_at(0));   // before any split
+  EXPECT_TRUE(alone_at(338)); // 400..338: the first 64 items, before the split
+  // The split at the look after 338 hands 1..168 on, run at once: not alone there.
+  EXPECT_FALSE(alone_at(168));
+  EXPECT_FALSE(alone_at(1));
+  // Then 337..169, the rest of the first part: the other part has ended, so alone again
+  // from its first look on.
+  EXPECT_TRUE(alone_at(337));
 }
 
 TEST_P(on_demand_test, traverse_visits_every_node_of_random_trees_once) {

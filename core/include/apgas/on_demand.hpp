@@ -132,8 +132,22 @@ task<> finish_parts(Body body) {
   }
 }
 
+/// Items a traversal's part visits between two looks at the wanted flag.
+inline constexpr std::uint32_t k_items_between_looks = 64;
+
+/// @brief Parts of one traversal that run now (started and not ended).
+struct running_parts {
+  std::atomic<std::uint32_t> count{1}; // the first part
+  /// True if the caller's part is the only one running (see work_list::alone).
+  bool alone() const noexcept {
+    // acquire: pairs with the release of each ended part's decrement (see traverse_part), so
+    // that its writes happen before what the caller's part does next.
+    return count.load(std::memory_order_acquire) == 1;
+  }
+};
+
 template <class T, class Visit>
-task<> traverse_part(std::vector<T> items, const Visit& visit);
+task<> traverse_part(std::vector<T> items, const Visit& visit, running_parts& parts);
 
 } // namespace detail
 
@@ -155,9 +169,17 @@ public:
   /// @brief Items waiting in this part (not those of other parts).
   std::size_t size() const noexcept { return m_items.size(); }
   bool empty() const noexcept { return m_items.empty(); }
+  /// @brief True only while this part is the only one of the traversal that runs: no other
+  /// visit runs meanwhile, and none can start before this one returns (only a running part
+  /// splits, between two visits). A visit may then use plain reads and writes where parts
+  /// would race (a relaxed store instead of a compare-and-swap): what ended parts wrote
+  /// happens before. Looked up every few dozen items: it may say false for a while after the
+  /// other parts ended.
+  bool alone() const noexcept { return m_alone; }
 
 private:
-  explicit work_list(std::vector<T>&& items) noexcept : m_items(std::move(items)) {}
+  work_list(std::vector<T>&& items, detail::running_parts& parts) noexcept
+      : m_items(std::move(items)), m_parts(&parts) {}
 
   /// The oldest half (at least one item), removed from this list, for a new part.
   std::vector<T> take_oldest_half() {
@@ -171,40 +193,68 @@ private:
   template <class U, class Visit>
   friend bool detail::run_list_until_asked(work_list<U>&, const Visit&, const std::atomic<bool>&);
   template <class U, class Visit>
-  friend task<> detail::traverse_part(std::vector<U>, const Visit&);
+  friend task<> detail::traverse_part(std::vector<U>, const Visit&, detail::running_parts&);
 
   std::vector<T> m_items;
+  detail::running_parts* m_parts;
+  bool m_alone = false; ///< set by the loop (run_list_until_asked) from m_parts
 };
 
 namespace detail {
 
-/// @brief Visits the newest item of `list` until it is empty (false) or the worker is asked
-/// for work while at least two items wait (true).
+/// @brief Visits the newest item of `part` until it is empty (false) or the worker is asked
+/// for work while at least two items wait (true). The flags are looked at every
+/// k_items_between_looks items, not every item: the inner loop is then the sequential one
+/// (a pop and a visit), and a thief waits at most that many items for its answer.
 template <class T, class Visit>
-bool run_list_until_asked(work_list<T>& list, const Visit& visit,
+bool run_list_until_asked(work_list<T>& part, const Visit& visit,
                           const std::atomic<bool>& wanted) {
-  std::uint32_t until_count = k_items_per_poll_count;
+  // The loop works on a list of its own, moved back at the end: the part's list lives in the
+  // coroutine frame, which the visit's atomic operations would make the compiler reload on
+  // every item; this one's address never escapes the loop (visit is inlined), so its vector
+  // stays in registers, as the sequential code's stack does.
+  work_list<T> list(std::move(part.m_items), *part.m_parts);
+  struct move_back {
+    work_list<T>& from;
+    work_list<T>& to;
+    ~move_back() { to.m_items = std::move(from.m_items); } // also when visit throws
+  } guard{list, part};
+  std::uint32_t until_count = k_items_per_poll_count / k_items_between_looks;
   while (!list.m_items.empty()) {
     // relaxed: see run_range_until_asked.
     if (wanted.load(std::memory_order_relaxed) && list.m_items.size() >= 2) [[unlikely]]
       return true;
+    // Alone stays true until this part splits (only a running part splits); false may turn
+    // true whenever the others end, which the next look sees.
+    list.m_alone = list.m_parts->alone();
     if (--until_count == 0) [[unlikely]] {
       count_items_toward_poll(k_pushes_per_poll_count);
-      until_count = k_items_per_poll_count;
+      until_count = k_items_per_poll_count / k_items_between_looks;
     }
-    T item = std::move(list.m_items.back());
-    list.m_items.pop_back();
-    visit(std::move(item), list);
+    for (std::uint32_t n = k_items_between_looks; n != 0 && !list.m_items.empty(); --n) {
+      T item = std::move(list.m_items.back());
+      list.m_items.pop_back();
+      visit(std::move(item), list);
+    }
   }
   return false;
 }
 
-/// @brief One part of a traverse_on_demand, whose oldest half leaves whenever asked.
+/// @brief One part of a traverse_on_demand, whose oldest half leaves whenever asked. pre: the
+/// part is counted in `parts`; it is uncounted when it ends.
 template <class T, class Visit>
-task<> traverse_part(std::vector<T> items, const Visit& visit) {
-  work_list<T> list(std::move(items));
-  while (run_list_until_asked(list, visit, wanted_flag_here()))
-    co_await async(traverse_part(list.take_oldest_half(), visit)); // see for_part
+task<> traverse_part(std::vector<T> items, const Visit& visit, running_parts& parts) {
+  struct uncount {
+    running_parts& parts;
+    // release: what this part wrote happens before a part that then sees itself alone.
+    ~uncount() { parts.count.fetch_sub(1, std::memory_order_release); } // also when it throws
+  } guard{parts};
+  work_list<T> list(std::move(items), parts);
+  while (run_list_until_asked(list, visit, wanted_flag_here())) {
+    // relaxed: sequenced before the spawn, which publishes it to whoever runs either half.
+    parts.count.fetch_add(1, std::memory_order_relaxed);
+    co_await async(traverse_part(list.take_oldest_half(), visit, parts)); // see for_part
+  }
 }
 
 } // namespace detail
@@ -237,8 +287,10 @@ task<> traverse_on_demand(std::vector<T> roots, Visit visit) {
                 "apgas::traverse_on_demand: visit must be a plain function, not a task: it runs "
                 "once per item, inline in the loop");
   if (roots.empty()) co_return;
-  co_await detail::finish_parts(
-      [&]() -> task<> { co_await detail::traverse_part(std::move(roots), std::as_const(visit)); });
+  detail::running_parts parts;
+  co_await detail::finish_parts([&]() -> task<> {
+    co_await detail::traverse_part(std::move(roots), std::as_const(visit), parts);
+  });
 }
 
 } // namespace apgas

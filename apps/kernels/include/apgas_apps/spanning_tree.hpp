@@ -1,9 +1,10 @@
-/// @file Spanning tree of a connected graph: parallel depth-first search with a depth budget and
-/// overflow accumulation, after the Tascell/Cilk paper on probabilistically balanced
-/// divide-and-conquer graph traversal (JIP Vol. 20 No. 1, Figs 4-9; research seed 004), and
-/// the explicit-stack sequential DFS it is measured against.
+/// @file Spanning tree of a connected graph, after the Tascell/Cilk paper on probabilistically
+/// balanced divide-and-conquer graph traversal (JIP Vol. 20 No. 1; research seed 004), three
+/// ways: the explicit-stack sequential DFS; that same DFS split on demand (Tascell's way:
+/// spanning_tree_on_demand, the fastest); and a parallel DFS with a depth budget and overflow
+/// accumulation (the paper's Cilk version, Figs 4-9: spanning_tree).
 ///
-/// One async per newly visited vertex nests as deep as the DFS goes: millions of levels on a 2D
+/// The depth-limited version, in detail: one async per newly visited vertex nests as deep as the DFS goes: millions of levels on a 2D
 /// torus. In Cilk that overflows the native stack. apgas spawns by symmetric transfer (and the
 /// workers bounce transfers when the stack gets deep), so nesting costs no native stack, but
 /// every level keeps a coroutine frame alive (and, under help-first, the deques fill with
@@ -15,8 +16,9 @@
 /// split in halves), and so on until a stage overflows nothing. Bounded depth also makes
 /// each stage a wide, "probabilistically balanced" divide-and-conquer.
 ///
-///     apgas_apps::reset_parents(parent);                            // all k_unvisited
-///     auto stats = rt.run(apgas_apps::spanning_tree(g, 0, parent));  // parent[v]: v's parent
+///     apgas_apps::reset_parents(parent);                              // all k_unvisited
+///     rt.run(apgas_apps::spanning_tree_on_demand(g, 0, parent));        // parent[v]: v's parent
+///     auto stats = rt.run(apgas_apps::spanning_tree(g, 0, parent, 1000)); // depth-limited
 #pragma once
 
 #include <apgas/apgas.hpp>
@@ -279,6 +281,40 @@ spanning_tree(const csr_graph& g, vertex_id root, std::span<vertex_id> parent,
         [&]() -> apgas::task<> { co_await visit_chunks(t, stage.data(), stage.size()); });
   } // `stage` is freed here: its vertices have all been expanded
   co_return stats;
+}
+
+/// @brief Parallel spanning tree of the component of `root` by on-demand splitting: the
+/// sequential explicit-stack DFS of spanning_tree_seq, run by apgas::traverse_on_demand, so
+/// that a worker hands the oldest half of its stack to another only when that one asks (the
+/// Tascell way). While one part runs alone it claims vertices with plain stores, as the
+/// sequential DFS does; once parts run in parallel, with a compare-and-swap (two workers may
+/// reach one vertex at once). At one worker it is the sequential DFS plus a look at two flags
+/// per vertex. On return
+/// parent[v] is v's parent for every vertex reached, parent[root] == root.
+/// pre: as spanning_tree.
+inline apgas::task<> spanning_tree_on_demand(const csr_graph& g, vertex_id root,
+                                             std::span<vertex_id> parent) {
+  vertex_id* const p = parent.data();
+  // relaxed: no activity of this traversal exists yet; its parts are ordered after it.
+  std::atomic_ref<vertex_id>(p[root]).store(root, std::memory_order_relaxed);
+  std::vector<vertex_id> roots(1, root);
+  co_await apgas::traverse_on_demand(
+      std::move(roots), [&g, p](vertex_id v, apgas::work_list<vertex_id>& more) {
+        if (more.alone()) {
+          // No other part runs: the sequential DFS's claim, without a compare-and-swap (whose
+          // lock also keeps the loads of later neighbours from overlapping this one's miss).
+          for (const vertex_id w : g.neighbours(v)) {
+            std::atomic_ref<vertex_id> slot(p[w]);
+            // relaxed: nobody else reads or writes parent[] while this part is alone.
+            if (slot.load(std::memory_order_relaxed) != k_unvisited) continue;
+            slot.store(v, std::memory_order_relaxed);
+            more.push(w);
+          }
+          return;
+        }
+        for (const vertex_id w : g.neighbours(v))
+          if (spanning_tree_detail::try_claim(p, w, v)) more.push(w);
+      });
 }
 
 /// @brief The verdict on a parent array.
