@@ -301,13 +301,13 @@ inline apgas::task<> spanning_tree_on_demand(const csr_graph& g, vertex_id root,
   co_await apgas::traverse_on_demand(
       std::move(roots), [&g, p](vertex_id v, apgas::work_list<vertex_id>& more) {
         if (more.alone()) {
-          // No other part runs: the sequential DFS's claim, without a compare-and-swap (whose
-          // lock also keeps the loads of later neighbours from overlapping this one's miss).
+          // No other part runs: the sequential DFS's claim, with plain loads and stores (no
+          // data race: alone() orders every other part's claims before these, and the spawn of
+          // a later part orders these before its claims). Plain, not even relaxed atomics: a
+          // store to a vertex_id then cannot alias the list's pointers, which stay in registers.
           for (const vertex_id w : g.neighbours(v)) {
-            std::atomic_ref<vertex_id> slot(p[w]);
-            // relaxed: nobody else reads or writes parent[] while this part is alone.
-            if (slot.load(std::memory_order_relaxed) != k_unvisited) continue;
-            slot.store(v, std::memory_order_relaxed);
+            if (p[w] != k_unvisited) continue;
+            p[w] = v;
             more.push(w);
           }
           return;
