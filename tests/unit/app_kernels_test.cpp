@@ -4,6 +4,7 @@
 #include <apgas_apps/integrate.hpp>
 #include <apgas_apps/nqueens.hpp>
 #include <apgas_apps/quicksort.hpp>
+#include <apgas_apps/spanning_tree.hpp>
 
 #include <algorithm>
 #include <random>
@@ -42,6 +43,27 @@ TEST_P(app_kernels, quicksort_sorts) {
     std::sort(want.begin(), want.end());
     rt().run(apgas_apps::quicksort(v.data(), v.size()));
     EXPECT_EQ(v, want) << "n=" << n;
+  }
+}
+
+TEST_P(app_kernels, spanning_trees_are_trees_by_both_methods) {
+  // Both traversals race for vertices at 2 and 4 workers: every tree is checked whole.
+  const std::uint32_t k = static_cast<std::uint32_t>(apgas_test::k_sanitizer_slowdown);
+  std::vector<apgas_apps::csr_graph> graphs; // move-only
+  graphs.push_back(apgas_apps::make_random(200000 / k, 2, 7));
+  graphs.push_back(apgas_apps::make_torus(300 / k + 2, 7));
+  graphs.push_back(apgas_apps::make_hypercube(k == 1 ? 15 : 11, 7));
+  graphs.push_back(apgas_apps::make_bintree(k == 1 ? 17 : 13, 7));
+  for (const apgas_apps::csr_graph& g : graphs) {
+    std::vector<apgas_apps::vertex_id> parent(g.vertex_count());
+    for (const bool on_demand : {true, false}) {
+      apgas_apps::reset_parents(parent);
+      if (on_demand) rt().run(apgas_apps::spanning_tree_on_demand(g, 0, parent));
+      else (void)rt().run(apgas_apps::spanning_tree(g, 0, parent, 50));
+      const auto c = apgas_apps::check_spanning_tree(g, 0, parent);
+      EXPECT_TRUE(c.ok) << (on_demand ? "on-demand" : "depth-limited") << ", "
+                        << g.vertex_count() << " vertices: " << c.error;
+    }
   }
 }
 
