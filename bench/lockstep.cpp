@@ -12,6 +12,7 @@
 // rounds; the table gives apgas / OpenMP per worker count.
 #include <apgas/apgas.hpp>
 
+#include "comma_list.hpp"
 #include "machine_state.hpp"
 #include <apgas_apps/averaging.hpp>
 #include <apgas_apps/heat.hpp>
@@ -50,17 +51,6 @@ struct settings {
   std::exit(64);
 }
 
-std::vector<std::string> split(std::string_view s) {
-  std::vector<std::string> out;
-  while (!s.empty()) {
-    const auto comma = s.find(',');
-    if (comma != 0) out.emplace_back(s.substr(0, comma));
-    if (comma == std::string_view::npos) break;
-    s.remove_prefix(comma + 1);
-  }
-  return out;
-}
-
 settings parse(int argc, char** argv) {
   settings s;
   for (int i = 1; i < argc; ++i) {
@@ -74,13 +64,13 @@ settings parse(int argc, char** argv) {
       if (s.rounds < 1) usage_exit("--rounds must be at least 1");
     } else if (a == "--workers") {
       s.workers.clear();
-      for (const auto& w : split(value())) {
+      for (const auto& w : apgas_bench::split_commas(value())) {
         const int n = std::atoi(w.c_str());
         if (n < 1 || n > 1024) usage_exit("--workers: counts from 1 to 1024");
         s.workers.push_back(static_cast<unsigned>(n));
       }
     } else if (a == "--only") {
-      s.only = split(value());
+      s.only = apgas_bench::split_commas(value());
     } else if (a == "--quick") {
       s.quick = true;
     } else if (a == "--help" || a == "-h") {

@@ -36,7 +36,8 @@ inline machine_state read_machine_state() {
   for (std::string line; std::getline(cpuinfo, line);) {
     if (line.rfind("model name", 0) != 0) continue;
     const std::size_t colon = line.find(':');
-    if (colon != std::string::npos && colon + 2 <= line.size()) m.cpu_model = line.substr(colon + 2);
+    if (colon != std::string::npos && colon + 2 <= line.size())
+      m.cpu_model = line.substr(colon + 2);
     break;
   }
   std::ifstream governor("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");

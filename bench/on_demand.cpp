@@ -15,6 +15,7 @@
 // A mismatch or a wrong tree exits 1. --quick: small sizes, one round (the smoke test).
 #include <apgas/apgas.hpp>
 
+#include "comma_list.hpp"
 #include "irregular_loop.hpp"
 #include "machine_state.hpp"
 #include <apgas_apps/graph.hpp>
@@ -62,16 +63,6 @@ struct settings {
   std::exit(2);
 }
 
-std::vector<std::string> split_commas(std::string_view s) {
-  std::vector<std::string> out;
-  while (!s.empty()) {
-    const std::size_t comma = s.find(',');
-    out.emplace_back(s.substr(0, comma));
-    s = comma == std::string_view::npos ? std::string_view() : s.substr(comma + 1);
-  }
-  return out;
-}
-
 std::uint64_t parse_positive(std::string_view flag, const std::string& text, std::uint64_t hi) {
   char* end = nullptr;
   const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
@@ -93,11 +84,11 @@ settings parse(int argc, char** argv) {
     else if (a == "--quick") s.quick = true;
     else if (a == "--workers") {
       s.workers.clear();
-      for (const std::string& w : split_commas(value()))
+      for (const std::string& w : apgas_bench::split_commas(value()))
         s.workers.push_back(static_cast<unsigned>(parse_positive(a, w, 1024)));
     } else if (a == "--only") {
       s.loop = s.tree = false;
-      for (const std::string& what : split_commas(value())) {
+      for (const std::string& what : apgas_bench::split_commas(value())) {
         if (what == "loop") s.loop = true;
         else if (what == "tree") s.tree = true;
         else usage(fmt::format("--only takes loop and tree, got '{}'", what));
@@ -204,9 +195,9 @@ void run_loop(const settings& s) {
       return it == results.end() ? std::string("-")
                                  : fmt::format("{:.2f}x", median(it->second.ratios));
     };
-    fmt::print("| {} | {:.1f} ms | {} | {} | {} | {} | {} | {} |\n", w, seq * 1e3,
-               time_of("apgas"), time_of("TBB"), time_of("OpenMP"), speedup_of("apgas"),
-               speedup_of("TBB"), speedup_of("OpenMP"));
+    fmt::print("| {} | {:.1f} ms | {} | {} | {} | {} | {} | {} |\n", w, seq * 1e3, time_of("apgas"),
+               time_of("TBB"), time_of("OpenMP"), speedup_of("apgas"), speedup_of("TBB"),
+               speedup_of("OpenMP"));
   }
 }
 
@@ -283,9 +274,9 @@ void run_tree(const settings& s) {
       for (const unsigned w : s.workers) {
         const series& r = results[fmt::format("{} {}", method, w)];
         const double x = median(r.ratios);
-        row += w == 1 ? fmt::format(" {:.1f} ms ({:.2f}x serial) |", median(r.seconds) * 1e3, x)
-                      : fmt::format(" {:.1f} ms ({:.2f}x speedup) |", median(r.seconds) * 1e3,
-                                    1 / x);
+        row += w == 1
+                   ? fmt::format(" {:.1f} ms ({:.2f}x serial) |", median(r.seconds) * 1e3, x)
+                   : fmt::format(" {:.1f} ms ({:.2f}x speedup) |", median(r.seconds) * 1e3, 1 / x);
       }
     fmt::print("{}\n", row);
     std::fflush(stdout);

@@ -279,8 +279,7 @@ int main(int argc, char** argv) {
                                       "vertices overflowed (fastest run)",
                                       depth_limit, best.stages, best.stages == 1 ? "" : "s",
                                       best.overflowed));
-    else
-      r.details.push_back("on-demand splitting: the sequential DFS, split when a worker asks");
+    else r.details.push_back("on-demand splitting: the sequential DFS, split when a worker asks");
     return r;
   };
   return cli.run(argc, argv, body);

@@ -2,7 +2,6 @@
 #include "tbb_irregular.hpp"
 
 #include "../irregular_loop.hpp"
-
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 

@@ -32,12 +32,13 @@ task<> example(std::vector<std::uint64_t>& rows, std::vector<std::atomic<bool>>&
   const auto n = static_cast<std::uint32_t>(seen.size());
   seen[0] = true;
   std::vector<std::uint32_t> roots{0};
-  co_await apgas::traverse_on_demand(
-      std::move(roots), [&](std::uint32_t v, apgas::work_list<std::uint32_t>& more) {
-        reached.fetch_add(1, std::memory_order_relaxed);
-        for (std::uint32_t w : links(v, n))
-          if (!seen[w].exchange(true, std::memory_order_relaxed)) more.push(w); // claim w once
-      });
+  co_await apgas::traverse_on_demand(std::move(roots),
+                                     [&](std::uint32_t v, apgas::work_list<std::uint32_t>& more) {
+                                       reached.fetch_add(1, std::memory_order_relaxed);
+                                       for (std::uint32_t w : links(v, n))
+                                         if (!seen[w].exchange(true, std::memory_order_relaxed))
+                                           more.push(w); // claim w once
+                                     });
 }
 
 int main(int argc, char** argv) {
@@ -50,7 +51,8 @@ int main(int argc, char** argv) {
     std::uint64_t sum = 0;
     for (std::uint64_t r : rows) sum += r;
     std::printf("%u place(s): row sum %llu, %llu vertices reached\n", rt.places(),
-                static_cast<unsigned long long>(sum), static_cast<unsigned long long>(reached.load()));
+                static_cast<unsigned long long>(sum),
+                static_cast<unsigned long long>(reached.load()));
   }
   return 0;
 }

@@ -61,8 +61,8 @@ TEST_P(app_kernels, spanning_trees_are_trees_by_both_methods) {
       if (on_demand) rt().run(apgas_apps::spanning_tree_on_demand(g, 0, parent));
       else (void)rt().run(apgas_apps::spanning_tree(g, 0, parent, 50));
       const auto c = apgas_apps::check_spanning_tree(g, 0, parent);
-      EXPECT_TRUE(c.ok) << (on_demand ? "on-demand" : "depth-limited") << ", "
-                        << g.vertex_count() << " vertices: " << c.error;
+      EXPECT_TRUE(c.ok) << (on_demand ? "on-demand" : "depth-limited") << ", " << g.vertex_count()
+                        << " vertices: " << c.error;
     }
   }
 }

@@ -5,9 +5,9 @@
 // length), and requests raised from inside the body at seeded random items
 // (detail::ask_this_worker_for_work), which split the loop at those points even at one worker.
 // Each case prints its seed on failure.
-#include "test_support.hpp"
-
 #include <apgas/on_demand.hpp>
+
+#include "test_support.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -185,8 +185,7 @@ TEST_P(on_demand_test, traverse_visits_every_node_of_random_trees_once) {
       // A named vector: GCC 12 miscompiles a braced list inside a co_await expression.
       std::vector<std::uint32_t> roots(1, 0);
       co_await apgas::traverse_on_demand(
-          std::move(roots),
-          [&](std::uint32_t v, apgas::work_list<std::uint32_t>& more) {
+          std::move(roots), [&](std::uint32_t v, apgas::work_list<std::uint32_t>& more) {
             // relaxed: counted, and read after the run.
             visits[v].fetch_add(1, std::memory_order_relaxed);
             spin_for(v, seed, 32);
@@ -254,8 +253,7 @@ TEST_P(on_demand_test, a_throwing_body_ends_the_call_with_its_exception) {
     std::vector<std::uint32_t> roots(1, 0);
     try {
       co_await apgas::traverse_on_demand(
-          std::move(roots),
-          [&](std::uint32_t v, apgas::work_list<std::uint32_t>& more) {
+          std::move(roots), [&](std::uint32_t v, apgas::work_list<std::uint32_t>& more) {
             for (const std::uint32_t c : children[v]) more.push(c);
             if (v % 5 == 0) apgas::detail::ask_this_worker_for_work();
             if (v == 4321) throw std::logic_error("node 4321");

@@ -75,8 +75,7 @@ inline constexpr std::uint32_t k_pushes_per_poll_count = 1024;
 /// @brief Runs body(i) for i in [first, last) in order, until the range is done (false) or the
 /// worker is asked for work while at least two indices are left (true; `first` is the next).
 template <std::integral I, class Body>
-bool run_range_until_asked(I& first, I last, const Body& body,
-                           const std::atomic<bool>& wanted) {
+bool run_range_until_asked(I& first, I last, const Body& body, const std::atomic<bool>& wanted) {
   std::uint32_t until_count = k_items_per_poll_count;
   while (first < last) {
     // relaxed: a hint, as in the deque's own look at it; a request seen one item late is
@@ -107,8 +106,7 @@ task<> for_part(I first, I last, const Body& body) {
 }
 
 template <class T, class Visit>
-bool run_list_until_asked(work_list<T>& list, const Visit& visit,
-                          const std::atomic<bool>& wanted);
+bool run_list_until_asked(work_list<T>& list, const Visit& visit, const std::atomic<bool>& wanted);
 
 /// @brief What a call's finish threw: the body's exception itself if only one part failed
 /// (as a sequential loop would throw it), else all of them.
@@ -207,8 +205,7 @@ namespace detail {
 /// k_items_between_looks items, not every item: the inner loop is then the sequential one
 /// (a pop and a visit), and a thief waits at most that many items for its answer.
 template <class T, class Visit>
-bool run_list_until_asked(work_list<T>& part, const Visit& visit,
-                          const std::atomic<bool>& wanted) {
+bool run_list_until_asked(work_list<T>& part, const Visit& visit, const std::atomic<bool>& wanted) {
   // The loop works on a list of its own, moved back at the end: the part's list lives in the
   // coroutine frame, which the visit's atomic operations would make the compiler reload on
   // every item; this one's address never escapes the loop (visit is inlined), so its vector

@@ -4,17 +4,17 @@
 /// spanning_tree_on_demand, the fastest); and a parallel DFS with a depth budget and overflow
 /// accumulation (the paper's Cilk version, Figs 4-9: spanning_tree).
 ///
-/// The depth-limited version, in detail: one async per newly visited vertex nests as deep as the DFS goes: millions of levels on a 2D
-/// torus. In Cilk that overflows the native stack. apgas spawns by symmetric transfer (and the
-/// workers bounce transfers when the stack gets deep), so nesting costs no native stack, but
-/// every level keeps a coroutine frame alive (and, under help-first, the deques fill with
-/// pending siblings): O(V) memory, and a long thin DFS path that a thief can only nibble at,
-/// which costs both memory and time on a large torus (docs/performance.md). So the recursion
-/// carries a budget. A vertex reached with budget 0 is claimed but not expanded; it goes into
-/// an overflow accumulator. When the traversal has quiesced (its finish ended), a new *stage*
-/// expands every accumulated vertex with a fresh budget, in parallel (a finish over a loop
-/// split in halves), and so on until a stage overflows nothing. Bounded depth also makes
-/// each stage a wide, "probabilistically balanced" divide-and-conquer.
+/// The depth-limited version, in detail: one async per newly visited vertex nests as deep as the
+/// DFS goes: millions of levels on a 2D torus. In Cilk that overflows the native stack. apgas
+/// spawns by symmetric transfer (and the workers bounce transfers when the stack gets deep), so
+/// nesting costs no native stack, but every level keeps a coroutine frame alive (and, under
+/// help-first, the deques fill with pending siblings): O(V) memory, and a long thin DFS path that a
+/// thief can only nibble at, which costs both memory and time on a large torus
+/// (docs/performance.md). So the recursion carries a budget. A vertex reached with budget 0 is
+/// claimed but not expanded; it goes into an overflow accumulator. When the traversal has quiesced
+/// (its finish ended), a new *stage* expands every accumulated vertex with a fresh budget, in
+/// parallel (a finish over a loop split in halves), and so on until a stage overflows nothing.
+/// Bounded depth also makes each stage a wide, "probabilistically balanced" divide-and-conquer.
 ///
 ///     apgas_apps::reset_parents(parent);                              // all k_unvisited
 ///     rt.run(apgas_apps::spanning_tree_on_demand(g, 0, parent));        // parent[v]: v's parent
@@ -298,23 +298,25 @@ inline apgas::task<> spanning_tree_on_demand(const csr_graph& g, vertex_id root,
   // relaxed: no activity of this traversal exists yet; its parts are ordered after it.
   std::atomic_ref<vertex_id>(p[root]).store(root, std::memory_order_relaxed);
   std::vector<vertex_id> roots(1, root);
-  co_await apgas::traverse_on_demand(
-      std::move(roots), [&g, p](vertex_id v, apgas::work_list<vertex_id>& more) {
-        if (more.alone()) {
-          // No other part runs: the sequential DFS's claim, with plain loads and stores (no
-          // data race: alone() orders every other part's claims before these, and the spawn of
-          // a later part orders these before its claims). Plain, not even relaxed atomics: a
-          // store to a vertex_id then cannot alias the list's pointers, which stay in registers.
-          for (const vertex_id w : g.neighbours(v)) {
-            if (p[w] != k_unvisited) continue;
-            p[w] = v;
-            more.push(w);
-          }
-          return;
-        }
-        for (const vertex_id w : g.neighbours(v))
-          if (spanning_tree_detail::try_claim(p, w, v)) more.push(w);
-      });
+  co_await apgas::traverse_on_demand(std::move(roots),
+                                     [&g, p](vertex_id v, apgas::work_list<vertex_id>& more) {
+                                       if (more.alone()) {
+                                         // No other part runs: the sequential DFS's claim, with
+                                         // plain loads and stores (no data race: alone() orders
+                                         // every other part's claims before these, and the spawn of
+                                         // a later part orders these before its claims). Plain, not
+                                         // even relaxed atomics: a store to a vertex_id then cannot
+                                         // alias the list's pointers, which stay in registers.
+                                         for (const vertex_id w : g.neighbours(v)) {
+                                           if (p[w] != k_unvisited) continue;
+                                           p[w] = v;
+                                           more.push(w);
+                                         }
+                                         return;
+                                       }
+                                       for (const vertex_id w : g.neighbours(v))
+                                         if (spanning_tree_detail::try_claim(p, w, v)) more.push(w);
+                                     });
 }
 
 /// @brief The verdict on a parent array.
