@@ -86,6 +86,27 @@ TEST_P(on_demand_test, for_of_an_empty_range_runs_nothing) {
   EXPECT_EQ(runs.load(), 0);
 }
 
+TEST_P(on_demand_test, for_over_ranges_that_end_at_the_limits_of_their_type) {
+  // Halves computed without overflow: a signed range across zero up to the type's maximum,
+  // an unsigned one up to its maximum, requests at every index.
+  std::atomic<int> signed_runs{0};
+  std::atomic<int> unsigned_runs{0};
+  constexpr std::int8_t lo = -128;
+  constexpr std::int8_t hi = 127;
+  rt().run([&]() -> apgas::task<> {
+    co_await apgas::for_on_demand(lo, hi, [&](std::int8_t) {
+      signed_runs.fetch_add(1);
+      apgas::detail::ask_this_worker_for_work();
+    });
+    co_await apgas::for_on_demand(std::uint16_t{65000}, std::uint16_t{65535}, [&](std::uint16_t) {
+      unsigned_runs.fetch_add(1);
+      apgas::detail::ask_this_worker_for_work();
+    });
+  });
+  EXPECT_EQ(signed_runs.load(), 255);
+  EXPECT_EQ(unsigned_runs.load(), 535);
+}
+
 TEST_P(on_demand_test, for_in_one_part_runs_in_increasing_order) {
   // With nobody asking (one worker, no requests), the whole range is one part.
   if (threads() != 1) GTEST_SKIP() << "one part only at one worker";

@@ -72,15 +72,26 @@ inline constexpr std::uint32_t k_items_per_poll_count = 4096;
 /// worker::k_busy_poll_pushes), a few percent of a short item's cost at most.
 inline constexpr std::uint32_t k_pushes_per_poll_count = 1024;
 
+/// @brief Indices of the loop: integers other than bool.
+template <class I>
+concept loop_index = std::integral<I> && !std::same_as<std::remove_cv_t<I>, bool>;
+
+/// @brief last - first for first < last, without overflow (INT_MIN to INT_MAX is a range).
+template <loop_index I>
+std::make_unsigned_t<I> distance(I first, I last) noexcept {
+  using U = std::make_unsigned_t<I>;
+  return static_cast<U>(static_cast<U>(last) - static_cast<U>(first));
+}
+
 /// @brief Runs body(i) for i in [first, last) in order, until the range is done (false) or the
 /// worker is asked for work while at least two indices are left (true; `first` is the next).
-template <std::integral I, class Body>
+template <loop_index I, class Body>
 bool run_range_until_asked(I& first, I last, const Body& body, const std::atomic<bool>& wanted) {
   std::uint32_t until_count = k_items_per_poll_count;
   while (first < last) {
     // relaxed: a hint, as in the deque's own look at it; a request seen one item late is
     // answered one item late.
-    if (wanted.load(std::memory_order_relaxed) && last - first >= 2) [[unlikely]]
+    if (wanted.load(std::memory_order_relaxed) && distance(first, last) >= 2) [[unlikely]]
       return true;
     if (--until_count == 0) [[unlikely]] {
       count_items_toward_poll(k_pushes_per_poll_count);
@@ -93,10 +104,11 @@ bool run_range_until_asked(I& first, I last, const Body& body, const std::atomic
 }
 
 /// @brief One part of a for_on_demand: [first, last), whose upper half leaves whenever asked.
-template <std::integral I, class Body>
+template <loop_index I, class Body>
 task<> for_part(I first, I last, const Body& body) {
   while (run_range_until_asked(first, last, body, wanted_flag_here())) {
-    const I mid = static_cast<I>(first + (last - first) / 2);
+    using U = std::make_unsigned_t<I>;
+    const I mid = static_cast<I>(static_cast<U>(first) + distance(first, last) / 2);
     // Our push answers the request: under work-first the thief takes this frame's
     // continuation (the lower half) while this worker runs the upper one; under help-first it
     // takes the upper half. Either way the two halves run in parallel.
@@ -259,7 +271,7 @@ task<> traverse_part(std::vector<T> items, const Visit& visit, running_parts& pa
 /// @brief Runs body(i) for every i in [first, last) and returns once all have run: in order
 /// on one worker, split in halves only when another worker asks for work (see the top of this
 /// file). Nothing runs if first >= last.
-template <std::integral I, class Body>
+template <detail::loop_index I, class Body>
 task<> for_on_demand(I first, I last, Body body) {
   static_assert(std::is_invocable_v<const Body&, I>,
                 "apgas::for_on_demand: the body must be callable as body(i), i of the range's "
