@@ -8,7 +8,9 @@
 //   sequential ones.
 // tree: the spanning tree of the research seed's four graphs (apps/kernels spanning_tree.hpp):
 //   the sequential explicit-stack DFS, apgas by on-demand splitting, and apgas's depth-limited
-//   parallel DFS (the paper's Cilk version). Every tree is checked.
+//   parallel DFS (the paper's Cilk version). Every tree is checked. The last column is the
+//   machine's ceiling for two workers: twice the sequential DFS's time over the time of two
+//   of them at once, on two threads.
 //
 // Each round runs every configuration once, in turn (the machine's speed drifts); the tables
 // give medians over the rounds, and the ratios are taken within each round, then their median.
@@ -39,6 +41,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -240,17 +243,32 @@ void run_tree(const settings& s) {
       header += fmt::format(" {} {}w |", method, w);
       rule += "---:|";
     }
+  header += " 2 serial DFS at once: ceiling |";
+  rule += "---:|";
   fmt::print("{}\n{}\n", header, rule);
   for (const graph_case& gc : graph_cases(s.quick)) {
     const apgas_apps::csr_graph g = gc.make();
     std::vector<vertex_id> parent(g.vertex_count());
+    std::vector<vertex_id> other_parent(g.vertex_count());
     std::vector<double> seq_times;
+    std::vector<double> ceilings;
     std::map<std::string, series> results;
     for (int round = 0; round < s.rounds; ++round) {
       apgas_apps::reset_parents(parent);
       const double seq = seconds_of([&] { apgas_apps::spanning_tree_seq(g, 0, parent); });
       check_tree(g, parent, gc.name + " serial DFS");
       seq_times.push_back(seq);
+      // The machine's ceiling for 2 workers on this graph: two sequential DFS at once, on two
+      // threads, each with its own parent array (what the memory system allows two cores).
+      apgas_apps::reset_parents(parent);
+      apgas_apps::reset_parents(other_parent);
+      const double both = seconds_of([&] {
+        std::thread other([&] { apgas_apps::spanning_tree_seq(g, 0, other_parent); });
+        apgas_apps::spanning_tree_seq(g, 0, parent);
+        other.join();
+      });
+      check_tree(g, other_parent, gc.name + " serial DFS on a second thread");
+      ceilings.push_back(2 * seq / both);
       for (const bool on_demand : {true, false}) {
         for (const unsigned w : s.workers) {
           const std::string key = fmt::format("{} {}", on_demand ? "on-demand" : "limited", w);
@@ -278,6 +296,7 @@ void run_tree(const settings& s) {
                    ? fmt::format(" {:.1f} ms ({:.2f}x serial) |", median(r.seconds) * 1e3, x)
                    : fmt::format(" {:.1f} ms ({:.2f}x speedup) |", median(r.seconds) * 1e3, 1 / x);
       }
+    row += fmt::format(" {:.2f}x |", median(ceilings));
     fmt::print("{}\n", row);
     std::fflush(stdout);
   }
