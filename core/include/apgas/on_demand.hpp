@@ -124,21 +124,14 @@ bool run_list_until_asked(work_list<T>& list, const Visit& visit, const std::ato
 /// (as a sequential loop would throw it), else all of them.
 [[noreturn]] void rethrow_parts_failure(const multiple_exceptions& e);
 
-/// @brief co_await finish(body), with a failure rethrown by rethrow_parts_failure.
+/// @brief co_await finish(body), with a failure rethrown by rethrow_parts_failure (a throw,
+/// not a co_await, inside the handler: allowed in a coroutine).
 template <class Body>
 task<> finish_parts(Body body) {
-  std::exception_ptr failure;
   try {
     co_await finish(std::move(body));
   } catch (const multiple_exceptions& e) {
-    failure = std::current_exception();
-  }
-  if (failure) {
-    try {
-      std::rethrow_exception(failure);
-    } catch (const multiple_exceptions& e) {
-      rethrow_parts_failure(e);
-    }
+    rethrow_parts_failure(e);
   }
 }
 
