@@ -32,7 +32,8 @@ check() {
 }
 
 # Open MPI's mpiexec, or MPICH's (Hydra), which writes its banner to stdout.
-if "${MPIEXEC:-mpiexec}" --version 2>&1 | grep -q HYDRA; then
+# The whole answer first: `| grep -q` under pipefail can fail on mpiexec's SIGPIPE.
+if [[ "$("${MPIEXEC:-mpiexec}" --version 2>&1 || true)" == *HYDRA* ]]; then
   banner_lines='^={20,}$|BAD TERMINATION|EXIT STRING|FAQ page'
   rank_variable=PMI_RANK
 else
