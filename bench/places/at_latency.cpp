@@ -11,7 +11,8 @@
 //                                     ...]
 //
 // Both sides move the payload both ways: the ping-pong echoes the buffer, the `at` body returns
-// the vector it was given. Every echo is checked (outside the timed part).
+// the vector it was given. Every echo is checked (outside the timed part). At 8 bytes a last
+// table adds an `at` of one number, which allocates and frames no vector.
 //
 // --rounds R (default 5): raw ping-pongs and `at` round trips take turns R times, a new
 // runtime each round, iters/R iterations each time (the machine's speed drifts).
@@ -22,6 +23,7 @@
 // if the main thread were free to use MPI then; with --mpi-thread multiple that is legal.
 #include "common.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <sstream>
@@ -186,8 +188,10 @@ struct at_samples {
 /// the function's offset where it arrives).
 std::vector<std::uint64_t> echo(std::vector<std::uint64_t> v) { return v; }
 
-/// What `at` is given: a lambda (named by its type) or a pointer to a free function.
-enum class callee { lambda, function_pointer };
+/// What `at` is given: a lambda (named by its type) or a pointer to a free function, both
+/// echoing a vector; or a lambda echoing one 8-byte number (`scalar`: no vector to allocate or
+/// to frame with its length, 8-byte payloads only).
+enum class callee { lambda, function_pointer, scalar };
 
 /// The apgas side: place 0 awaits `at(1, echo)` in a loop. Collective (every place calls it).
 at_samples at_round_trips(apgas::runtime& rt, std::size_t bytes, int iters, int warmup,
@@ -210,7 +214,10 @@ at_samples at_round_trips(apgas::runtime& rt, std::size_t bytes, int iters, int 
       if (how == callee::lambda)
         back = co_await apgas::at(
             1, [](std::vector<std::uint64_t> v) { return v; }, payload);
-      else back = co_await apgas::at(1, echo, payload);
+      else if (how == callee::function_pointer) back = co_await apgas::at(1, echo, payload);
+      else
+        back.assign(1, co_await apgas::at(
+                           1, [](std::uint64_t v) { return v; }, payload.front()));
       const double dt = seconds_since(t0);
       if (i >= 0) samples.push_back(dt);
       if (back != payload) fail(fmt::format("at: wrong echo at iteration {}", i));
@@ -278,6 +285,7 @@ int main(int argc, char** argv) {
   std::vector<std::vector<double>> pattern(sizes.size()); // transport_pattern's ping-pong
   std::vector<at_samples> at(sizes.size());
   std::vector<at_samples> at_pointer(sizes.size()); // `at` of a function pointer
+  std::vector<double> at_scalar;                    // `at` of one 8-byte number
   apgas::place_id here = 0;
   std::string description;
   const auto append = [](std::vector<double>& to, const std::vector<double>& from) {
@@ -304,6 +312,10 @@ int main(int argc, char** argv) {
       watchdog::phase() = "at round trips of a function pointer";
       append(at_pointer[k].seconds,
              at_round_trips(rt, sizes[k], per_round, warmup, callee::function_pointer).seconds);
+      if (sizes[k] == 8) {
+        watchdog::phase() = "at round trips of a number";
+        append(at_scalar, at_round_trips(rt, 8, per_round, warmup, callee::scalar).seconds);
+      }
       watchdog::phase() = "between runs";
       // Between runs: every place's main thread is out of run() (place 0 may be a little
       // ahead, which blocking MPI calls tolerate), but the workers still poll MPI.
@@ -360,6 +372,18 @@ int main(int argc, char** argv) {
       const double f = summarize(at_pointer[k].seconds).median;
       fmt::print("| {} | {:.2f} | {:.2f} | {:.3f} |\n", human_bytes(sizes[k]), a * 1e6, f * 1e6,
                  f / a);
+    }
+    const auto eight = std::find(sizes.begin(), sizes.end(), std::size_t{8});
+    if (eight != sizes.end()) {
+      const std::size_t k = static_cast<std::size_t>(eight - sizes.begin());
+      const double r = summarize(raw[k]).median;
+      const double a = summarize(at[k].seconds).median;
+      const double n = summarize(at_scalar).median;
+      fmt::print("\n`at` of one 8-byte number (no vector) against the raw ping-pong of 8 bytes "
+                 "(medians, us)\n\n");
+      fmt::print("| raw | `at` of a vector | `at` of a number | number over raw |\n");
+      fmt::print("|---:|---:|---:|---:|\n");
+      fmt::print("| {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n", r * 1e6, a * 1e6, n * 1e6, n / r);
     }
     std::fflush(stdout);
   }
